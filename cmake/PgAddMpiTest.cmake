@@ -1,0 +1,34 @@
+# pg_add_mpi_test(<name> SOURCES <files...> NPROCS <n...>
+#                 [LIBRARIES <libs...>] [ENVIRONMENT <VAR=value...>]
+#                 [ARGS <args...>] [TIMEOUT <seconds>] [LABELS <labels...>]
+#                 [RUN_SERIAL] [SKIP_RETURN_CODE <code>])
+#
+# Builds one executable from SOURCES (unless a target <name> already exists)
+# and adds a CTest test <name>.np<N> for each N in NPROCS, run through FindMPI's
+# launcher. Every test gets PROCESSORS, TIMEOUT and the "mpi" label.
+function(pg_add_mpi_test name)
+  cmake_parse_arguments(ARG "RUN_SERIAL" "TIMEOUT;SKIP_RETURN_CODE"
+                        "SOURCES;NPROCS;LIBRARIES;ENVIRONMENT;ARGS;LABELS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  if(NOT TARGET ${name})
+    add_executable(${name} ${ARG_SOURCES})
+    target_link_libraries(${name} PRIVATE pgstrategy MPI::MPI_C pg_test_support ${ARG_LIBRARIES})
+  endif()
+  foreach(np IN LISTS ARG_NPROCS)
+    set(test ${name}.np${np})
+    add_test(NAME ${test}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPIEXEC_PREFLAGS}
+                     $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
+    set_tests_properties(${test} PROPERTIES
+      PROCESSORS ${np} TIMEOUT ${ARG_TIMEOUT} LABELS "mpi;${ARG_LABELS}"
+      ENVIRONMENT "PG_TEST_WATCHDOG=${ARG_TIMEOUT};${ARG_ENVIRONMENT}")
+    if(ARG_RUN_SERIAL)
+      set_tests_properties(${test} PROPERTIES RUN_SERIAL ON)
+    endif()
+    if(DEFINED ARG_SKIP_RETURN_CODE)
+      set_tests_properties(${test} PROPERTIES SKIP_RETURN_CODE ${ARG_SKIP_RETURN_CODE})
+    endif()
+  endforeach()
+endfunction()

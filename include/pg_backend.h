@@ -1,0 +1,122 @@
+/*
+ * pg_backend.h — the pgstrategy backend-author API (C99).
+ *
+ * A backend is a table of plain C function pointers. Register it at run time
+ * with pg_backend_register(), or ship it as a plugin: a shared library named
+ * libpg_backend_<name>.so exporting pg_backend_plugin_init(), which the library
+ * loads when a strategy asks for <name> and no backend of that name is
+ * registered (searched in PGS_PLUGIN_PATH, then the library's own plugin folder).
+ *
+ * The library validates every argument before a backend sees it: counts, dtypes,
+ * ops, roots, peers and buffers are valid, and the dtype/op pair is allowed. An
+ * operation left NULL, or one that returns PG_ERR_UNSUPPORTED before it has
+ * communicated, runs on the device's default backend instead.
+ */
+#ifndef PG_BACKEND_H
+#define PG_BACKEND_H
+
+#include <stdint.h>
+
+#include "pg_strategy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of the pg_backend_ops layout. A table declares the version it was
+ * built with; the library refuses versions it does not know. */
+#define PG_BACKEND_ABI_VERSION 1
+
+/** Devices a backend serves (bit set in pg_backend_ops.devices). */
+enum { PG_DEVICE_CPU = 1u << 0, PG_DEVICE_CUDA = 1u << 1 };
+
+/** Levels for pg_backend_context.log (PGS_LOG chooses which are printed). */
+enum { PG_LOG_ERROR = 0, PG_LOG_WARN = 1, PG_LOG_INFO = 2, PG_LOG_DEBUG = 3 };
+
+/** What a backend instance gets at create. Everything in it, the communicators
+ * included, is owned by the library and valid until the backend's destroy has
+ * returned. The communicators are private duplicates for this backend instance:
+ * the backend may use any tag and any collective on them, and must not free them.
+ * Their error handler is MPI_ERRORS_RETURN. */
+typedef struct pg_backend_context {
+  MPI_Comm comm;          /* all ranks of the strategy */
+  int rank, size;         /* rank in comm, ranks in comm */
+  const char *device;     /* "cpu" or "cuda" */
+  int device_index;       /* -1 for cpu, N for cuda:N (this rank's GPU) */
+  MPI_Comm node_comm;     /* ranks on this (virtual) node, ordered by rank */
+  int local_rank, local_size;
+  MPI_Comm rail_comm;     /* ranks with the same local rank, one per node, by node */
+  int node_rank, node_count;
+  void *stream;           /* cudaStream_t set with pg_strategy_set_stream, or NULL */
+  void (*log)(int level, const char *message); /* the library's logger (rank-prefixed) */
+} pg_backend_context;
+
+/** A backend. Fields after `user_data` may be NULL except `create`.
+ * Every operation returns PG_OK or a failure status; a failure other than
+ * PG_ERR_UNSUPPORTED poisons the strategy (PG_ERR_BACKEND is the usual one).
+ * Operations on one instance are called by one thread at a time. */
+typedef struct pg_backend_ops {
+  uint32_t abi_version;   /* PG_BACKEND_ABI_VERSION */
+  size_t struct_size;     /* sizeof(pg_backend_ops) the backend was built with */
+  const char *name;       /* [a-z0-9_]{1,63}; copied at registration */
+  uint32_t devices;       /* PG_DEVICE_CPU | PG_DEVICE_CUDA */
+  void *user_data;        /* handed back through create */
+
+  /** Make an instance for ctx (collective over ctx->comm). *state is passed to
+   * every other entry. A failure fails pg_strategy_create on every rank. */
+  pg_status (*create)(const pg_backend_context *ctx, void *user_data, void **state);
+  /** Free an instance (collective). May be NULL. */
+  void (*destroy)(void *state);
+  /** CUDA backends: enqueue later operations on this cudaStream_t. */
+  pg_status (*set_stream)(void *state, void *stream);
+
+  /* Blocking operations, same meaning and in-place rules as in pg_strategy.h.
+   * NULL means "not implemented by this backend". */
+  pg_status (*allreduce)(void *state, const void *send, void *recv, size_t count,
+                         pg_dtype dtype, pg_op op);
+  pg_status (*broadcast)(void *state, void *buf, size_t count, pg_dtype dtype, int root);
+  pg_status (*reduce)(void *state, const void *send, void *recv, size_t count,
+                      pg_dtype dtype, pg_op op, int root);
+  pg_status (*allgather)(void *state, const void *send, void *recv, size_t sendcount,
+                         pg_dtype dtype);
+  pg_status (*reduce_scatter)(void *state, const void *send, void *recv, size_t recvcount,
+                              pg_dtype dtype, pg_op op);
+  pg_status (*alltoall)(void *state, const void *send, void *recv, size_t count,
+                        pg_dtype dtype);
+  pg_status (*gather)(void *state, const void *send, void *recv, size_t sendcount,
+                      pg_dtype dtype, int root);
+  pg_status (*scatter)(void *state, const void *send, void *recv, size_t recvcount,
+                       pg_dtype dtype, int root);
+  pg_status (*barrier)(void *state);
+  pg_status (*send)(void *state, const void *buf, size_t count, pg_dtype dtype, int peer,
+                    int tag);
+  pg_status (*recv)(void *state, void *buf, size_t count, pg_dtype dtype, int peer, int tag);
+
+  /* Optional native nonblocking allreduce (what data-parallel training overlaps
+   * with the backward pass). All three or none. `test` sets *done to 1 once the
+   * request has finished (its status is the return value then); the library calls
+   * request_free exactly once per request, after it finished. */
+  pg_status (*iallreduce)(void *state, const void *send, void *recv, size_t count,
+                          pg_dtype dtype, pg_op op, void **request);
+  pg_status (*test)(void *state, void *request, int *done);
+  void (*request_free)(void *state, void *request);
+} pg_backend_ops;
+
+/** Register a backend. The table and its name are copied. Thread-safe, local.
+ * PG_ERR_INVALID_ARGUMENT: NULL table, invalid or duplicate name (built-ins
+ * included), no create, no device. PG_ERR_PLUGIN: unknown abi_version, or a
+ * struct_size larger than this library knows with non-zero bytes beyond it.
+ * A smaller struct_size (a backend built against an older header) is accepted;
+ * the missing entries count as NULL. */
+PG_API pg_status pg_backend_register(const pg_backend_ops *ops);
+
+/** A plugin library exports this function; it calls pg_backend_register once
+ * for each backend it provides and returns PG_OK. */
+typedef pg_status (*pg_backend_plugin_init_fn)(void);
+#define PG_BACKEND_PLUGIN_INIT_SYMBOL "pg_backend_plugin_init"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PG_BACKEND_H */

@@ -1,0 +1,272 @@
+/*
+ * pg_strategy.h — the pgstrategy user API (C99).
+ *
+ * A process-group *strategy* is a communicator plus the backend that runs its
+ * collectives. Ask for one for a device ("cpu", "cuda", "cuda:N"), optionally
+ * naming a backend; without one, PGS_BACKEND decides, then the device default
+ * (cuda -> nccl, cpu -> mpi).
+ *
+ *   pg_strategy *s;
+ *   if (pg_strategy_create("cpu", NULL, &s) != PG_OK)
+ *     fprintf(stderr, "%s\n", pg_last_error());
+ *   pg_allreduce(s, send, recv, n, PG_FLOAT32, PG_SUM);
+ *   pg_strategy_destroy(s);
+ *
+ * Conventions that hold for every call below:
+ * - Every call returns a pg_status; on failure pg_last_error() (thread-local)
+ *   holds a message naming the bad value and what is accepted. Nothing in the
+ *   library terminates the process on bad input.
+ * - Argument errors in collectives are local: the failing rank returns at once
+ *   and its peers may wait. With PGS_DEBUG=detail the arguments are compared
+ *   across ranks first and a mismatch fails every rank with PG_ERR_MISMATCH.
+ * - After PG_ERR_BACKEND (an MPI or NCCL failure) or a watchdog timeout the
+ *   strategy is poisoned: every call on it except pg_strategy_destroy returns
+ *   PG_ERR_STATE.
+ * - Counts are element counts (size_t); `size` below is the size of one element
+ *   of the dtype. Counts above INT_MAX work.
+ * - Buffers: a NULL buffer is accepted only when count is 0 or the buffer is not
+ *   used on this rank (root-only buffers on non-root ranks). Send and receive
+ *   buffers may overlap only in the in-place layout given for each call; any other
+ *   overlap is PG_ERR_INVALID_ARGUMENT.
+ * - One strategy is used by one thread at a time; different strategies may be
+ *   used from different threads at once (needs MPI_THREAD_MULTIPLE).
+ */
+#ifndef PG_STRATEGY_H
+#define PG_STRATEGY_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#if defined(_WIN32)
+#define PG_API
+#else
+#define PG_API __attribute__((visibility("default")))
+#endif
+
+/** @defgroup version Version
+ * @{ */
+#define PG_VERSION_MAJOR 0
+#define PG_VERSION_MINOR 1
+#define PG_VERSION_PATCH 0
+/** @} */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque handles. */
+typedef struct pg_strategy pg_strategy;
+typedef struct pg_work pg_work;
+
+/** Status codes. The values never change. */
+typedef enum pg_status {
+  PG_OK = 0,
+  PG_ERR_INVALID_ARGUMENT = 1, /* bad pointer, count, root, dtype, op, device string */
+  PG_ERR_UNKNOWN_BACKEND = 2,  /* no backend of that name registered or found as a plugin */
+  PG_ERR_UNSUPPORTED = 3,      /* backend/device or dtype/op pair not supported */
+  PG_ERR_UNAVAILABLE = 4,      /* supported but not here: no CUDA build, no GPU */
+  PG_ERR_BACKEND = 5,          /* the communication library failed (poisons the strategy) */
+  PG_ERR_TIMEOUT = 6,          /* pg_work_wait ran out of time; the work stays valid */
+  PG_ERR_MISMATCH = 7,         /* ranks disagree (backend, settings, PGS_DEBUG fingerprint) */
+  PG_ERR_PLUGIN = 8,           /* a plugin or backend table could not be loaded or accepted */
+  PG_ERR_STATE = 9,            /* call not valid now (poisoned strategy, unfinished work) */
+  PG_ERR_NO_MEMORY = 10,
+  PG_ERR_INTERNAL = 11
+} pg_status;
+
+typedef enum pg_dtype {
+  PG_INT8, PG_UINT8, PG_INT32, PG_UINT32, PG_INT64, PG_UINT64,
+  PG_FLOAT16, PG_BFLOAT16, PG_FLOAT32, PG_FLOAT64
+} pg_dtype;
+
+/** Reduction operators. PG_AVG is for floating types only; PG_BAND, PG_BOR and
+ * PG_BXOR for integer types only; other pairs are PG_ERR_UNSUPPORTED.
+ * fp16/bf16 combine each pair in float and round to the type, so every rank gets
+ * bit-identical results whatever the backend. */
+typedef enum pg_op { PG_SUM, PG_PROD, PG_MIN, PG_MAX, PG_AVG, PG_BAND, PG_BOR, PG_BXOR } pg_op;
+
+/** @defgroup info Library information (local, thread-safe)
+ * @{ */
+
+/** Name of a status ("PG_ERR_UNKNOWN_BACKEND"); "PG_STATUS_UNKNOWN" for values
+ * outside the enum. Never NULL. */
+PG_API const char *pg_status_name(pg_status status);
+
+/** Detail of the last failure in this thread; "" if none yet. Set by every
+ * failing call, not cleared by success. Valid until this thread's next failing call. */
+PG_API const char *pg_last_error(void);
+
+/** Version of the library that is running. NULL pointers are skipped. */
+PG_API void pg_version(int *major, int *minor, int *patch);
+
+/** Default backend of a device: "nccl" for "cuda"/"cuda:N", "mpi" for "cpu";
+ * NULL for anything else (the reason is in pg_last_error()). */
+PG_API const char *pg_default_backend(const char *device);
+
+/** Comma-separated, sorted names of the registered backends ("mpi,nccl"), written
+ * NUL-terminated into buf, truncated to len. Plugins appear once loaded. */
+PG_API pg_status pg_backends_list(char *buf, size_t len);
+/** @} */
+
+/** @defgroup lifecycle Strategy lifecycle (collective)
+ * @{ */
+
+/** Create a strategy for `device` on a private duplicate of MPI_COMM_WORLD.
+ *
+ * Collective over MPI_COMM_WORLD. `backend` NULL or "" means: PGS_BACKEND, then
+ * the device default. Checks, in order: device syntax (PG_ERR_INVALID_ARGUMENT),
+ * backend registered or found as a plugin (PG_ERR_UNKNOWN_BACKEND), backend serves
+ * the device (PG_ERR_UNSUPPORTED), CUDA built in and a GPU present
+ * (PG_ERR_UNAVAILABLE), cuda:N in range (PG_ERR_INVALID_ARGUMENT). Every rank
+ * returns the same status; the message names the rank that failed. Ranks that
+ * chose different backends or schedule-changing PGS_* values fail with
+ * PG_ERR_MISMATCH. If MPI is not initialized the library initializes it
+ * (MPI_THREAD_MULTIPLE) and finalizes it at exit. On failure *out is NULL. */
+PG_API pg_status pg_strategy_create(const char *device, const char *backend, pg_strategy **out);
+
+/** As pg_strategy_create, on a duplicate of `comm` (collective over `comm`). */
+PG_API pg_status pg_strategy_create_comm(const char *device, const char *backend, MPI_Comm comm,
+                                         pg_strategy **out);
+
+/** As pg_strategy_create_comm, with a Fortran communicator handle. */
+PG_API pg_status pg_strategy_create_fcomm(const char *device, const char *backend, MPI_Fint comm,
+                                          pg_strategy **out);
+
+/** A strategy with the same device and backend on the ranks of `s` that pass
+ * the same `color`, ordered by `key` (ties by rank). Collective over `s`.
+ * A negative color joins no group: *out is NULL and the status PG_OK. */
+PG_API pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **out);
+
+/** Destroy a strategy (collective over its communicator). NULL is fine.
+ * Unfinished nonblocking work is completed first. After the application's
+ * MPI_Finalize, frees memory and makes no MPI call. */
+PG_API pg_status pg_strategy_destroy(pg_strategy *s);
+/** @} */
+
+/** @defgroup query Queries (local). A NULL handle gives NULL or -1.
+ * @{ */
+PG_API const char *pg_strategy_backend(const pg_strategy *s); /* "mpi" */
+PG_API const char *pg_strategy_device(const pg_strategy *s);  /* "cpu", "cuda:1" */
+PG_API int pg_strategy_rank(const pg_strategy *s);
+PG_API int pg_strategy_size(const pg_strategy *s);
+PG_API int pg_strategy_local_rank(const pg_strategy *s);  /* rank on this (virtual) node */
+PG_API int pg_strategy_local_size(const pg_strategy *s);
+PG_API int pg_strategy_node_rank(const pg_strategy *s);   /* index of this node */
+PG_API int pg_strategy_node_count(const pg_strategy *s);
+
+/** Human-readable description: backend and the rule that chose it, device,
+ * rank/size, node layout, delegated operations. NUL-terminated, truncated to len. */
+PG_API pg_status pg_strategy_describe(const pg_strategy *s, char *buf, size_t len);
+
+/** Set the CUDA stream (cudaStream_t) CUDA backends enqueue on. PG_ERR_UNSUPPORTED
+ * on a CPU strategy. Local. */
+PG_API pg_status pg_strategy_set_stream(pg_strategy *s, void *cuda_stream);
+/** @} */
+
+/** @defgroup memory Communication buffers (collective)
+ * CPU: memory that backends able to use it take without copying (plain memory
+ * for the mpi backend); CUDA: device memory. Free with the same strategy.
+ * @{ */
+PG_API pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr);
+PG_API pg_status pg_mem_free(pg_strategy *s, void *ptr);
+/** @} */
+
+/** @defgroup collectives Blocking collectives (collective over the strategy)
+ * In place: see each call. Root-only buffers may be NULL on other ranks.
+ * @{ */
+
+/** recvbuf[i] = op over ranks of sendbuf[i]. In place: sendbuf == recvbuf. */
+PG_API pg_status pg_allreduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                              pg_dtype dtype, pg_op op);
+
+/** buf on every rank = buf on root. */
+PG_API pg_status pg_broadcast(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int root);
+
+/** recvbuf (root only) = op over ranks of sendbuf. In place at the root: sendbuf == recvbuf. */
+PG_API pg_status pg_reduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                           pg_dtype dtype, pg_op op, int root);
+
+/** recvbuf[r*sendcount ...] = sendbuf of rank r. recvbuf holds size*sendcount
+ * elements. In place: sendbuf == recvbuf + rank*sendcount*size. */
+PG_API pg_status pg_allgather(pg_strategy *s, const void *sendbuf, void *recvbuf,
+                              size_t sendcount, pg_dtype dtype);
+
+/** recvbuf = block `rank` (recvcount elements) of the reduction over ranks of
+ * sendbuf (size*recvcount elements). In place: recvbuf == sendbuf + rank*recvcount*size. */
+PG_API pg_status pg_reduce_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf,
+                                   size_t recvcount, pg_dtype dtype, pg_op op);
+
+/** Block p of sendbuf (count elements) goes to rank p, landing in block `rank`
+ * of its recvbuf. In place: sendbuf == recvbuf (the library stages). */
+PG_API pg_status pg_alltoall(pg_strategy *s, const void *sendbuf, void *recvbuf,
+                             size_t count, pg_dtype dtype);
+
+/** recvbuf (root only, size*sendcount elements)[r*sendcount ...] = sendbuf of rank r.
+ * In place at the root: sendbuf == recvbuf + root*sendcount*size. */
+PG_API pg_status pg_gather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
+                           pg_dtype dtype, int root);
+
+/** recvbuf = block `rank` of sendbuf (root only, size*recvcount elements).
+ * In place at the root: recvbuf == sendbuf + root*recvcount*size. */
+PG_API pg_status pg_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
+                            pg_dtype dtype, int root);
+
+PG_API pg_status pg_barrier(pg_strategy *s);
+
+/** Point-to-point (local to the pair). tag >= 0. */
+PG_API pg_status pg_send(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer,
+                         int tag);
+PG_API pg_status pg_recv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer,
+                         int tag);
+/** Send to dest and receive from source at once (halo exchange); buffers must not overlap. */
+PG_API pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcount, int dest,
+                             void *recvbuf, size_t recvcount, int source, pg_dtype dtype, int tag);
+/** @} */
+
+/** @defgroup nonblocking Nonblocking twins
+ * Same arguments as the blocking call plus a trailing `pg_work **work`. Buffers
+ * must stay valid and untouched until the work completes. Works on one strategy
+ * complete in the order they were started, and blocking calls on the strategy
+ * run after the works started before them. Backends without native nonblocking
+ * entries run on a per-strategy progress thread when MPI's thread level is
+ * MPI_THREAD_MULTIPLE; below it the call completes before returning.
+ * @{ */
+PG_API pg_status pg_iallreduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                               pg_dtype dtype, pg_op op, pg_work **work);
+PG_API pg_status pg_ibroadcast(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int root,
+                               pg_work **work);
+PG_API pg_status pg_ireduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                            pg_dtype dtype, pg_op op, int root, pg_work **work);
+PG_API pg_status pg_iallgather(pg_strategy *s, const void *sendbuf, void *recvbuf,
+                               size_t sendcount, pg_dtype dtype, pg_work **work);
+PG_API pg_status pg_ireduce_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf,
+                                    size_t recvcount, pg_dtype dtype, pg_op op, pg_work **work);
+PG_API pg_status pg_ialltoall(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                              pg_dtype dtype, pg_work **work);
+PG_API pg_status pg_igather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
+                            pg_dtype dtype, int root, pg_work **work);
+PG_API pg_status pg_iscatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
+                             pg_dtype dtype, int root, pg_work **work);
+PG_API pg_status pg_ibarrier(pg_strategy *s, pg_work **work);
+PG_API pg_status pg_isend(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer,
+                          int tag, pg_work **work);
+PG_API pg_status pg_irecv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer,
+                          int tag, pg_work **work);
+
+/** Wait for a work. timeout_seconds < 0 waits forever. PG_ERR_TIMEOUT when the
+ * time runs out: the work stays valid, wait again. Otherwise the work's own
+ * status (PG_OK, or the failure of the operation). */
+PG_API pg_status pg_work_wait(pg_work *w, double timeout_seconds);
+
+/** *done = 1 when finished (then the status is the work's own), else 0 and PG_OK. */
+PG_API pg_status pg_work_test(pg_work *w, int *done);
+
+/** Free a finished work. NULL is fine. Unfinished work: PG_ERR_STATE, nothing freed. */
+PG_API pg_status pg_work_free(pg_work *w);
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PG_STRATEGY_H */
