@@ -1,0 +1,35 @@
+// The backend registry: built-ins, backends registered at run time, and
+// plugins loaded by name. Entries are never removed, so pointers stay valid.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace pg {
+
+struct BackendEntry {
+  std::string name;
+  uint32_t devices = 0;  // PG_DEVICE_* bits
+  // Makes an instance on a context that stays valid until the instance is destroyed.
+  std::function<pg_status(const pg_backend_context &, std::unique_ptr<Backend> *)> make;
+};
+
+namespace registry {
+
+// pg_backend_register: validates and copies a user table.
+pg_status add_table(const pg_backend_ops *ops);
+// Built-ins (called once, from the registry itself).
+void add_builtin(BackendEntry entry);
+// The entry of `name`, or nullptr.
+const BackendEntry *find(const std::string &name);
+// Sorted names.
+std::vector<std::string> names();
+// Whether `name` fits [a-z0-9_]{1,63}.
+bool valid_name(const std::string &name);
+
+}  // namespace registry
+}  // namespace pg

@@ -1,0 +1,26 @@
+// Nodes and rails of a communicator (UCC's cl/hier habit: built once, cached
+// on the strategy).
+#pragma once
+
+#include <mpi.h>
+
+#include "pg_strategy.h"
+
+namespace pg::topology {
+
+struct Layout {
+  MPI_Comm node_comm = MPI_COMM_NULL;  // ranks on this (virtual) node, by rank
+  MPI_Comm rail_comm = MPI_COMM_NULL;  // same local rank across nodes, by node
+  int local_rank = 0, local_size = 1;
+  int node_rank = 0, node_count = 1;
+  bool irregular = false;              // nodes hold different numbers of ranks
+};
+
+// Collective over comm. ranks_per_node 0: nodes are MPI_COMM_TYPE_SHARED
+// domains; k > 0: virtual nodes of k consecutive ranks (the last may be smaller).
+pg_status build_layout(MPI_Comm comm, int ranks_per_node, Layout *out);
+// Duplicates node and rail communicators (a backend instance gets its own).
+pg_status dup_layout(const Layout &in, Layout *out);
+void free_layout(Layout *layout);
+
+}  // namespace pg::topology
