@@ -1,0 +1,448 @@
+// The gloo backend: a plugin (libpg_backend_gloo.so) that runs allreduce,
+// broadcast, allgather and barrier on Gloo's TCP transport. Every other
+// operation is left NULL and runs on the default backend.
+//
+// Set-up (pg_backend_ops.create, collective over ctx->comm):
+//   1. a TCP device on 127.0.0.1 when every rank is on this host, otherwise on
+//      the interface named by PGS_GLOO_IFACE, or the address this host's name
+//      resolves to;
+//   2. a full mesh of connections, whose addresses are exchanged through
+//      MpiStore — a gloo::rendezvous::Store that runs over MPI collectives on
+//      ctx->comm, so no file system or key-value server is needed;
+//   3. every step ends with an agreement (MPI_Allreduce MIN), so all ranks
+//      succeed or fail together.
+//
+// Operations use Gloo's options-style collectives only (gloo::allreduce,
+// broadcast, allgather, barrier), never its older algorithm classes, and each
+// call gets a fresh tag. Pairs Gloo cannot reduce the way the library requires
+// (fp16/bf16, AVG, bitwise ops) return PG_ERR_UNSUPPORTED before communicating.
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "pg_backend.h"
+
+namespace {
+
+// Gloo's own default is 30 s per operation, which would fail a collective whose
+// peers are merely late (a slow rank before a checkpoint). Hangs are the
+// library's watchdog's business (PGS_TIMEOUT), so Gloo waits long.
+constexpr std::chrono::hours kOperationTimeout{24};
+constexpr std::chrono::seconds kConnectTimeout{120};
+
+// --- rendezvous over MPI ----------------------------------------------------
+
+// A key-value store for Gloo's connectFullMesh, built on MPI collectives.
+// set() records a key locally; a wait() or get() for a key not yet known runs
+// an exchange round: every rank contributes the keys it has set since the last
+// round (MPI_Allgather of sizes, MPI_Allgatherv of the data). Gloo's full-mesh
+// set-up is symmetric (each rank sets its addresses, then waits for all
+// others'), so every rank enters the same rounds.
+class MpiStore : public gloo::rendezvous::Store {
+ public:
+  explicit MpiStore(MPI_Comm comm) : comm_(comm) {}
+
+  void set(const std::string &key, const std::vector<char> &data) override {
+    known_[key] = data;
+    pending_.emplace_back(key, data);
+  }
+
+  std::vector<char> get(const std::string &key) override {
+    wait({key});
+    return known_.at(key);
+  }
+
+  void wait(const std::vector<std::string> &keys) override {
+    while (missing(keys)) {
+      if (!exchange()) throw std::runtime_error("gloo rendezvous: key '" + first_missing(keys) +
+                                                "' was never set by any rank");
+    }
+  }
+
+  void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &) override {
+    wait(keys);
+  }
+
+ private:
+  bool missing(const std::vector<std::string> &keys) const { return !first_missing(keys).empty(); }
+
+  std::string first_missing(const std::vector<std::string> &keys) const {
+    for (const auto &key : keys)
+      if (known_.count(key) == 0) return key.empty() ? std::string("<empty>") : key;
+    return std::string();
+  }
+
+  static void check(int rc, const char *call) {
+    if (rc == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    throw std::runtime_error(std::string("gloo rendezvous: ") + call + " failed: " + text);
+  }
+
+  // One round. Returns whether any rank contributed anything.
+  bool exchange() {
+    // Serialize: per entry, key length, data length (uint64 each), key, data.
+    std::vector<char> mine;
+    auto put_u64 = [&mine](uint64_t v) {
+      const char *p = reinterpret_cast<const char *>(&v);
+      mine.insert(mine.end(), p, p + sizeof v);
+    };
+    for (const auto &entry : pending_) {
+      put_u64(entry.first.size());
+      put_u64(entry.second.size());
+      mine.insert(mine.end(), entry.first.begin(), entry.first.end());
+      mine.insert(mine.end(), entry.second.begin(), entry.second.end());
+    }
+    pending_.clear();
+
+    int size = 0;
+    check(MPI_Comm_size(comm_, &size), "MPI_Comm_size");
+    if (mine.size() > static_cast<size_t>(INT32_MAX))
+      throw std::runtime_error("gloo rendezvous: address data too large");
+    int my_bytes = static_cast<int>(mine.size());
+    std::vector<int> bytes(size), displs(size);
+    check(MPI_Allgather(&my_bytes, 1, MPI_INT, bytes.data(), 1, MPI_INT, comm_), "MPI_Allgather");
+    int64_t total = 0;
+    for (int r = 0; r < size; ++r) {
+      if (total > INT32_MAX) throw std::runtime_error("gloo rendezvous: address data too large");
+      displs[r] = static_cast<int>(total);
+      total += bytes[r];
+    }
+    if (total == 0) return false;
+    if (total > INT32_MAX) throw std::runtime_error("gloo rendezvous: address data too large");
+    std::vector<char> all(static_cast<size_t>(total));
+    check(MPI_Allgatherv(mine.data(), my_bytes, MPI_BYTE, all.data(), bytes.data(), displs.data(),
+                         MPI_BYTE, comm_),
+          "MPI_Allgatherv");
+
+    size_t at = 0;
+    auto get_u64 = [&all, &at]() {
+      uint64_t v = 0;
+      if (at + sizeof v > all.size()) throw std::runtime_error("gloo rendezvous: corrupt data");
+      std::memcpy(&v, all.data() + at, sizeof v);
+      at += sizeof v;
+      return v;
+    };
+    while (at < all.size()) {
+      const uint64_t key_len = get_u64(), data_len = get_u64();
+      if (key_len + data_len > all.size() - at)
+        throw std::runtime_error("gloo rendezvous: corrupt data");
+      std::string key(all.data() + at, key_len);
+      at += key_len;
+      known_[key].assign(all.data() + at, all.data() + at + data_len);
+      at += data_len;
+    }
+    return true;
+  }
+
+  MPI_Comm comm_;
+  std::map<std::string, std::vector<char>> known_;
+  std::vector<std::pair<std::string, std::vector<char>>> pending_;
+};
+
+// --- one backend instance -----------------------------------------------------
+
+struct GlooState {
+  const pg_backend_context *ctx = nullptr;
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::Context> context;
+  uint32_t next_tag = 1;
+
+  // A fresh tag per collective: Gloo matches messages by (collective, tag).
+  uint32_t tag() {
+    uint32_t t = next_tag++;
+    if (next_tag == 0) next_tag = 1;
+    return t;
+  }
+};
+
+void log_message(const pg_backend_context *ctx, int level, const std::string &text) {
+  if (ctx != nullptr && ctx->log != nullptr) ctx->log(level, ("gloo: " + text).c_str());
+}
+
+// Every rank learns whether all ranks succeeded.
+bool all_agree(MPI_Comm comm, bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return false;
+  return all == 1;
+}
+
+size_t dtype_size(pg_dtype dtype) {
+  switch (dtype) {
+    case PG_INT8: case PG_UINT8: return 1;
+    case PG_FLOAT16: case PG_BFLOAT16: return 2;
+    case PG_INT32: case PG_UINT32: case PG_FLOAT32: return 4;
+    case PG_INT64: case PG_UINT64: case PG_FLOAT64: return 8;
+  }
+  return 0;
+}
+
+// Whether every rank of this communicator runs on this host.
+bool single_host(MPI_Comm comm, int size) {
+  MPI_Comm shared = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) != MPI_SUCCESS)
+    return false;
+  int shared_size = 0;
+  MPI_Comm_size(shared, &shared_size);
+  MPI_Comm_free(&shared);
+  int mine = shared_size == size ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+gloo::transport::tcp::attr device_attr(bool loopback, std::string *where) {
+  gloo::transport::tcp::attr attr;
+  const char *iface = std::getenv("PGS_GLOO_IFACE");
+  if (iface != nullptr && iface[0] != '\0') {
+    attr.iface = iface;
+    *where = std::string("interface '") + iface + "' (PGS_GLOO_IFACE)";
+  } else if (loopback) {
+    attr.hostname = "127.0.0.1";
+    *where = "127.0.0.1 (all ranks on one host)";
+  } else {
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0) throw std::runtime_error("gethostname failed");
+    attr.hostname = host;
+    *where = std::string("the address of host '") + host + "'";
+  }
+  return attr;
+}
+
+pg_status gloo_create(const pg_backend_context *ctx, void * /*user_data*/, void **state) {
+  std::unique_ptr<GlooState> st;
+  std::string error;
+  std::string where;
+
+  // Step 1: this rank's device (local).
+  try {
+    st.reset(new GlooState());
+    st->ctx = ctx;
+    if (ctx->size > 1) {
+      const bool loopback = single_host(ctx->comm, ctx->size);  // collective
+      st->device = gloo::transport::tcp::CreateDevice(device_attr(loopback, &where));
+    }
+  } catch (const std::exception &e) {
+    error = std::string("cannot create the TCP device on ") + where + ": " + e.what();
+  }
+  if (!all_agree(ctx->comm, error.empty())) {
+    log_message(ctx, PG_LOG_ERROR, error.empty() ? "another rank could not create its device" : error);
+    return PG_ERR_BACKEND;
+  }
+
+  // Step 2: the full mesh (collective; the store runs MPI collectives).
+  if (ctx->size > 1) {
+    try {
+      MpiStore store(ctx->comm);
+      auto context = std::make_shared<gloo::rendezvous::Context>(ctx->rank, ctx->size);
+      context->setTimeout(kConnectTimeout);
+      context->connectFullMesh(store, st->device);
+      context->setTimeout(kOperationTimeout);
+      st->context = context;
+    } catch (const std::exception &e) {
+      error = std::string("cannot connect the ranks over ") + where + ": " + e.what();
+    }
+    if (!all_agree(ctx->comm, error.empty())) {
+      log_message(ctx, PG_LOG_ERROR, error.empty() ? "another rank could not connect" : error);
+      return PG_ERR_BACKEND;
+    }
+    log_message(ctx, PG_LOG_DEBUG, "connected " + std::to_string(ctx->size) + " ranks over " + where);
+  }
+  *state = st.release();
+  return PG_OK;
+}
+
+void gloo_destroy(void *state) {
+  auto *st = static_cast<GlooState *>(state);
+  if (st == nullptr) return;
+  // Nobody may still be reading from a connection when its peer closes it.
+  if (st->context) MPI_Barrier(st->ctx->comm);
+  try {
+    st->context.reset();
+    st->device.reset();
+  } catch (...) {
+  }
+  delete st;
+}
+
+// Runs a Gloo call; an exception becomes PG_ERR_BACKEND with its text logged.
+template <typename Fn>
+pg_status guarded(GlooState *st, const char *what, Fn &&fn) {
+  try {
+    fn();
+    return PG_OK;
+  } catch (const std::exception &e) {
+    log_message(st->ctx, PG_LOG_ERROR, std::string(what) + " failed: " + e.what());
+  } catch (...) {
+    log_message(st->ctx, PG_LOG_ERROR, std::string(what) + " failed");
+  }
+  return PG_ERR_BACKEND;
+}
+
+// --- allreduce ----------------------------------------------------------------
+
+// Element-wise reductions with Gloo's signature (out, in1, in2, n). Integer
+// sums and products wrap around, as MPI's do.
+template <typename T, bool = std::is_integral<T>::value>
+struct Arithmetic {
+  using type = T;
+};
+template <typename T>
+struct Arithmetic<T, true> {  // integers compute in the unsigned type: defined wrap-around
+  using type = typename std::make_unsigned<T>::type;
+};
+
+template <typename T>
+struct Reduce {
+  using Wide = typename Arithmetic<T>::type;
+  static void sum(void *c, const void *a, const void *b, size_t n) {
+    T *o = static_cast<T *>(c);
+    const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
+    for (size_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<Wide>(x[i]) + static_cast<Wide>(y[i]));
+  }
+  static void prod(void *c, const void *a, const void *b, size_t n) {
+    T *o = static_cast<T *>(c);
+    const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
+    for (size_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<Wide>(x[i]) * static_cast<Wide>(y[i]));
+  }
+  static void min(void *c, const void *a, const void *b, size_t n) {
+    T *o = static_cast<T *>(c);
+    const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
+    for (size_t i = 0; i < n; ++i) o[i] = y[i] < x[i] ? y[i] : x[i];
+  }
+  static void max(void *c, const void *a, const void *b, size_t n) {
+    T *o = static_cast<T *>(c);
+    const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
+    for (size_t i = 0; i < n; ++i) o[i] = y[i] > x[i] ? y[i] : x[i];
+  }
+};
+
+template <typename T>
+gloo::AllreduceOptions::Func reduce_function(pg_op op) {
+  switch (op) {
+    case PG_SUM: return &Reduce<T>::sum;
+    case PG_PROD: return &Reduce<T>::prod;
+    case PG_MIN: return &Reduce<T>::min;
+    case PG_MAX: return &Reduce<T>::max;
+    default: return nullptr;
+  }
+}
+
+template <typename T>
+pg_status allreduce_typed(GlooState *st, const void *send, void *recv, size_t count, pg_op op) {
+  gloo::AllreduceOptions::Func fn = reduce_function<T>(op);
+  if (!fn) return PG_ERR_UNSUPPORTED;
+  if (send != recv) std::memcpy(recv, send, count * sizeof(T));
+  if (st->ctx->size == 1) return PG_OK;
+  // In place on the output: Gloo reduces into it, with the output as input.
+  return guarded(st, "allreduce", [&] {
+    gloo::AllreduceOptions opts(st->context);
+    opts.setOutput(static_cast<T *>(recv), count);
+    opts.setReduceFunction(fn);
+    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    opts.setTag(st->tag());
+    gloo::allreduce(opts);
+  });
+}
+
+pg_status gloo_allreduce(void *state, const void *send, void *recv, size_t count, pg_dtype dtype,
+                         pg_op op) {
+  auto *st = static_cast<GlooState *>(state);
+  if (op != PG_SUM && op != PG_PROD && op != PG_MIN && op != PG_MAX) return PG_ERR_UNSUPPORTED;
+  if (count == 0) return PG_OK;
+  switch (dtype) {
+    case PG_INT8: return allreduce_typed<int8_t>(st, send, recv, count, op);
+    case PG_UINT8: return allreduce_typed<uint8_t>(st, send, recv, count, op);
+    case PG_INT32: return allreduce_typed<int32_t>(st, send, recv, count, op);
+    case PG_UINT32: return allreduce_typed<uint32_t>(st, send, recv, count, op);
+    case PG_INT64: return allreduce_typed<int64_t>(st, send, recv, count, op);
+    case PG_UINT64: return allreduce_typed<uint64_t>(st, send, recv, count, op);
+    case PG_FLOAT32: return allreduce_typed<float>(st, send, recv, count, op);
+    case PG_FLOAT64: return allreduce_typed<double>(st, send, recv, count, op);
+    default: return PG_ERR_UNSUPPORTED;  // fp16/bf16: the library's float combine rule
+  }
+}
+
+// --- data movement: any dtype, moved as bytes ------------------------------------
+
+pg_status gloo_broadcast(void *state, void *buf, size_t count, pg_dtype dtype, int root) {
+  auto *st = static_cast<GlooState *>(state);
+  const size_t bytes = count * dtype_size(dtype);
+  if (bytes == 0 || st->ctx->size == 1) return PG_OK;
+  return guarded(st, "broadcast", [&] {
+    gloo::BroadcastOptions opts(st->context);
+    opts.setOutput(static_cast<uint8_t *>(buf), bytes);  // the root sends from it
+    opts.setRoot(root);
+    opts.setTag(st->tag());
+    gloo::broadcast(opts);
+  });
+}
+
+pg_status gloo_allgather(void *state, const void *send, void *recv, size_t sendcount,
+                         pg_dtype dtype) {
+  auto *st = static_cast<GlooState *>(state);
+  const size_t bytes = sendcount * dtype_size(dtype);
+  const int rank = st->ctx->rank, size = st->ctx->size;
+  uint8_t *out = static_cast<uint8_t *>(recv);
+  const bool in_place = send == out + static_cast<size_t>(rank) * bytes;
+  if (bytes == 0) return PG_OK;
+  if (size == 1) {
+    if (!in_place) std::memcpy(out, send, bytes);
+    return PG_OK;
+  }
+  return guarded(st, "allgather", [&] {
+    gloo::AllgatherOptions opts(st->context);
+    // Without an input Gloo takes this rank's block from the output: in place.
+    if (!in_place) opts.setInput(const_cast<uint8_t *>(static_cast<const uint8_t *>(send)), bytes);
+    opts.setOutput(out, bytes * static_cast<size_t>(size));
+    opts.setTag(st->tag());
+    gloo::allgather(opts);
+  });
+}
+
+pg_status gloo_barrier(void *state) {
+  auto *st = static_cast<GlooState *>(state);
+  if (st->ctx->size == 1) return PG_OK;
+  return guarded(st, "barrier", [&] {
+    gloo::BarrierOptions opts(st->context);
+    opts.setTag(st->tag());
+    gloo::barrier(opts);
+  });
+}
+
+}  // namespace
+
+// The plugin's entry point, called once when a strategy first asks for "gloo".
+extern "C" PG_API pg_status pg_backend_plugin_init(void) {
+  pg_backend_ops ops;
+  std::memset(&ops, 0, sizeof ops);  // operations not set here run on the default backend
+  ops.abi_version = PG_BACKEND_ABI_VERSION;
+  ops.struct_size = sizeof ops;
+  ops.name = "gloo";
+  ops.devices = PG_DEVICE_CPU;
+  ops.create = gloo_create;
+  ops.destroy = gloo_destroy;
+  ops.allreduce = gloo_allreduce;
+  ops.broadcast = gloo_broadcast;
+  ops.allgather = gloo_allgather;
+  ops.barrier = gloo_barrier;
+  return pg_backend_register(&ops);
+}
