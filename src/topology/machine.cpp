@@ -1,13 +1,83 @@
-// Placeholder until the hwloc topology lands.
+// prepare_rank: the per-rank topology step of strategy creation, and the
+// topology files' route to the library's log.
 #include "topology/machine.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/status.h"
 
 namespace pg::topology {
 
-pg_status prepare_rank(const params::Settings &, const Layout &, int, std::string *report) {
+pg_status prepare_rank(const params::Settings &settings, const Layout &layout, int cuda_index,
+                       std::string *report) {
   report->clear();
+  std::shared_ptr<const Machine> machine;
+  pg_status status = load_machine(settings.topology_xml, &machine);
+  if (status != PG_OK) {
+    // An XML file the user named must load; this machine's own topology is
+    // only needed when a binding was asked for.
+    if (!settings.topology_xml.empty() || settings.bind != params::Bind::none) return status;
+    log(params::LogLevel::warn, "%s; no binding, GPU or NIC locality", last_error().c_str());
+    *report = "topology unavailable";
+    return PG_OK;
+  }
+
+  const Gpu *gpu = nullptr;
+  if (cuda_index >= 0) {
+    std::vector<const Gpu *> visible =
+        visible_gpus(*machine, std::getenv("CUDA_VISIBLE_DEVICES"));
+    if (cuda_index < static_cast<int>(visible.size())) gpu = visible[cuda_index];
+  }
+  Binding binding = choose_binding(*machine, settings.bind, layout.local_rank, gpu);
+  std::string note;
+  PG_CHECK(apply_binding(*machine, binding, &note));
+
+  std::string &r = *report;
+  r = "bind=" + describe_binding(binding);
+  if (binding.mode != params::Bind::none && binding.numa >= 0) r += " [" + note + "]";
+  if (cuda_index >= 0) {
+    r += " gpu=cuda:" + std::to_string(cuda_index);
+    r += gpu ? " " + describe_gpu(*machine, *gpu)
+             : std::string(" (not in the hwloc topology: no NUMA or NIC locality)");
+  } else {
+    // A CPU rank's NIC: the first rail NIC on its NUMA node, else the first.
+    const Nic *nic = nullptr;
+    bool any_openfabrics = false;
+    for (const Nic &n : machine->nics) any_openfabrics |= n.openfabrics;
+    for (const Nic &n : machine->nics) {
+      if (any_openfabrics && !n.openfabrics) continue;
+      if (!nic || (binding.numa >= 0 && n.numa == binding.numa && nic->numa != binding.numa))
+        nic = &n;
+    }
+    r += nic ? " nic=" + nic->name : std::string(" nic=none");
+  }
+  if (machine->from_xml) r += " topology=" + settings.topology_xml;
+  log(params::LogLevel::debug, "rank topology: %s", r.c_str());
   return PG_OK;
 }
 
-void check_launcher(MPI_Comm) {}
+// Until the library-wide logger takes over: PGS_LOG decides, messages go to
+// stderr prefixed with "pgstrategy:".
+void log(params::LogLevel level, const char *fmt, ...) {
+  static const params::LogLevel threshold = [] {
+    const char *v = std::getenv("PGS_LOG");
+    if (!v) return params::LogLevel::error;
+    if (!std::strcmp(v, "warn")) return params::LogLevel::warn;
+    if (!std::strcmp(v, "info")) return params::LogLevel::info;
+    if (!std::strcmp(v, "debug")) return params::LogLevel::debug;
+    return params::LogLevel::error;
+  }();
+  if (level != params::LogLevel::warn && level > threshold) return;
+  static const char *names[] = {"error", "warn", "info", "debug"};
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "pgstrategy: %s: %s\n", names[static_cast<int>(level)], buf);
+}
 
 }  // namespace pg::topology

@@ -1,0 +1,114 @@
+// PGS_BIND: which NUMA node a rank runs on, and binding the process there.
+#include <hwloc.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "core/status.h"
+#include "topology/hwloc_util.h"
+#include "topology/machine.h"
+
+namespace pg::topology {
+
+namespace {
+
+std::mutex g_bind_mutex;
+int g_bound_numa = -1;  // the NUMA node this process was bound to; -1: not bound
+
+}  // namespace
+
+Binding choose_binding(const Machine &machine, params::Bind mode, int local_rank,
+                       const Gpu *gpu) {
+  Binding b;
+  b.mode = mode;
+  if (mode == params::Bind::none) {
+    b.reason = "PGS_BIND=none";
+    return b;
+  }
+  if (machine.numa.empty()) {
+    b.reason = "no NUMA node in the topology";
+    return b;
+  }
+  const NumaNode *node = nullptr;
+  if (gpu && gpu->numa >= 0) {
+    for (const NumaNode &n : machine.numa)
+      if (static_cast<int>(n.os_index) == gpu->numa) node = &n;
+    if (node) b.reason = "NUMA node of GPU " + gpu->pci_bus_id;
+  }
+  if (!node) {
+    std::size_t n = machine.numa.size();
+    node = &machine.numa[static_cast<std::size_t>(local_rank < 0 ? 0 : local_rank) % n];
+    b.reason = "local rank " + std::to_string(local_rank) + " round-robin over " +
+               std::to_string(n) + " NUMA node" + (n == 1 ? "" : "s");
+    if (gpu) b.reason += " (hwloc cannot place GPU " + gpu->pci_bus_id + ")";
+  }
+  b.numa = static_cast<int>(node->os_index);
+  b.cpuset = node->cpuset;
+  return b;
+}
+
+std::string describe_binding(const Binding &b) {
+  if (b.mode == params::Bind::none) return "none";
+  if (b.numa < 0) return "none (" + b.reason + ")";
+  return "numa:" + std::to_string(b.numa) + " cpus " + b.cpuset + " (" + b.reason + ")";
+}
+
+pg_status apply_binding(const Machine &machine, const Binding &binding, std::string *note) {
+  if (binding.mode == params::Bind::none || binding.numa < 0) {
+    *note = "not bound";
+    return PG_OK;
+  }
+  if (machine.from_xml) {
+    *note = "not applied: the topology comes from PGS_TOPOLOGY_XML, not this machine";
+    return PG_OK;
+  }
+  std::lock_guard<std::mutex> lock(g_bind_mutex);
+  if (g_bound_numa >= 0) {
+    *note = g_bound_numa == binding.numa
+                ? "applied"
+                : "kept the earlier binding to NUMA node " + std::to_string(g_bound_numa);
+    return PG_OK;
+  }
+  hwloc_topology_t topo = cached_topology("");
+  if (!topo) {
+    std::shared_ptr<const Machine> live;
+    PG_CHECK(load_machine("", &live));
+    topo = cached_topology("");
+  }
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (!set) return fail(PG_ERR_NO_MEMORY, "hwloc_bitmap_alloc failed");
+  pg_status status = PG_OK;
+  if (hwloc_bitmap_list_sscanf(set, binding.cpuset.c_str()) != 0) {
+    status = fail(PG_ERR_INTERNAL, "cannot parse the cpuset '%s' of NUMA node %d",
+                  binding.cpuset.c_str(), binding.numa);
+  } else if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
+    // The user asked for a binding the system refuses (cgroup, launcher's own
+    // binding): say so and run unbound rather than fail the job.
+    *note = std::string("not applied: hwloc_set_cpubind failed: ") + std::strerror(errno);
+    log(params::LogLevel::warn, "PGS_BIND=numa: binding to NUMA node %d (cpus %s) failed: %s",
+        binding.numa, binding.cpuset.c_str(), std::strerror(errno));
+  } else {
+    g_bound_numa = binding.numa;
+    *note = "applied";
+  }
+  hwloc_bitmap_free(set);
+  return status;
+}
+
+std::string current_cpubind() {
+  hwloc_topology_t topo = cached_topology("");
+  if (!topo) {
+    std::shared_ptr<const Machine> live;
+    if (load_machine("", &live) != PG_OK) return "";
+    topo = cached_topology("");
+  }
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (!set) return "";
+  std::string out;
+  if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) out = bitmap_list(set);
+  hwloc_bitmap_free(set);
+  return out;
+}
+
+}  // namespace pg::topology
