@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 #include "topology/hwloc_util.h"
+#include "core/log.h"
 #include "topology/machine.h"
 
 namespace pg::topology {
@@ -86,7 +87,7 @@ pg_status apply_binding(const Machine &machine, const Binding &binding, std::str
     // The user asked for a binding the system refuses (cgroup, launcher's own
     // binding): say so and run unbound rather than fail the job.
     *note = std::string("not applied: hwloc_set_cpubind failed: ") + std::strerror(errno);
-    log(params::LogLevel::warn, "PGS_BIND=numa: binding to NUMA node %d (cpus %s) failed: %s",
+    PG_LOG(warn, "PGS_BIND=numa: binding to NUMA node %d (cpus %s) failed: %s",
         binding.numa, binding.cpuset.c_str(), std::strerror(errno));
   } else {
     g_bound_numa = binding.numa;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "core/log.h"
 #include "topology/machine.h"
 
 namespace pg::topology {
@@ -71,7 +72,7 @@ std::vector<const Gpu *> visible_gpus(const Machine &machine, const char *cuda_v
     }
     // CUDA ends the list at the first entry it cannot use.
     if (!match || std::find(out.begin(), out.end(), match) != out.end()) {
-      log(params::LogLevel::debug,
+      PG_LOG(debug,
           "CUDA_VISIBLE_DEVICES='%s': entry '%s' matches no GPU in the topology (%zu GPUs); "
           "the list ends there, as in CUDA",
           cuda_visible, token.c_str(), all.size());

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/log.h"
 #include "topology/machine.h"
 
 namespace pg::topology {
@@ -199,10 +200,10 @@ void check_launcher(MPI_Comm world) {
   if (MPI_Comm_rank(world, &rank) != MPI_SUCCESS || MPI_Comm_size(world, &size) != MPI_SUCCESS)
     return;
   Launcher l = detect_launcher();
-  for (const std::string &note : l.notes) log(params::LogLevel::debug, "%s", note.c_str());
-  log(params::LogLevel::debug, "launcher: %s", describe_launcher(l).c_str());
+  for (const std::string &note : l.notes) PG_LOG(debug, "%s", note.c_str());
+  PG_LOG(debug, "launcher: %s", describe_launcher(l).c_str());
   std::string warning = launcher_warning(l, rank, size);
-  if (!warning.empty()) log(params::LogLevel::warn, "%s", warning.c_str());
+  if (!warning.empty()) PG_LOG(warn, "%s", warning.c_str());
 }
 
 }  // namespace pg::topology

@@ -1,12 +1,9 @@
-// prepare_rank: the per-rank topology step of strategy creation, and the
-// topology files' route to the library's log.
+// prepare_rank: the per-rank topology step of strategy creation.
 #include "topology/machine.h"
 
-#include <cstdarg>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
+#include "core/log.h"
 #include "core/status.h"
 
 namespace pg::topology {
@@ -20,7 +17,7 @@ pg_status prepare_rank(const params::Settings &settings, const Layout &layout, i
     // An XML file the user named must load; this machine's own topology is
     // only needed when a binding was asked for.
     if (!settings.topology_xml.empty() || settings.bind != params::Bind::none) return status;
-    log(params::LogLevel::warn, "%s; no binding, GPU or NIC locality", last_error().c_str());
+    PG_LOG(warn, "%s; no binding, GPU or NIC locality", last_error().c_str());
     *report = "topology unavailable";
     return PG_OK;
   }
@@ -55,29 +52,8 @@ pg_status prepare_rank(const params::Settings &settings, const Layout &layout, i
     r += nic ? " nic=" + nic->name : std::string(" nic=none");
   }
   if (machine->from_xml) r += " topology=" + settings.topology_xml;
-  log(params::LogLevel::debug, "rank topology: %s", r.c_str());
+  PG_LOG(debug, "rank topology: %s", r.c_str());
   return PG_OK;
-}
-
-// Until the library-wide logger takes over: PGS_LOG decides, messages go to
-// stderr prefixed with "pgstrategy:".
-void log(params::LogLevel level, const char *fmt, ...) {
-  static const params::LogLevel threshold = [] {
-    const char *v = std::getenv("PGS_LOG");
-    if (!v) return params::LogLevel::error;
-    if (!std::strcmp(v, "warn")) return params::LogLevel::warn;
-    if (!std::strcmp(v, "info")) return params::LogLevel::info;
-    if (!std::strcmp(v, "debug")) return params::LogLevel::debug;
-    return params::LogLevel::error;
-  }();
-  if (level != params::LogLevel::warn && level > threshold) return;
-  static const char *names[] = {"error", "warn", "info", "debug"};
-  char buf[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  std::fprintf(stderr, "pgstrategy: %s: %s\n", names[static_cast<int>(level)], buf);
 }
 
 }  // namespace pg::topology

@@ -182,7 +182,4 @@ void check_launcher(MPI_Comm world);
 pg_status prepare_rank(const params::Settings &settings, const Layout &layout, int cuda_index,
                        std::string *report);
 
-// The library's logger at `level` when the log module is present (PGS_LOG).
-void log(params::LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 }  // namespace pg::topology
