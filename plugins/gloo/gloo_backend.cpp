@@ -6,9 +6,9 @@
 //   1. a TCP device on 127.0.0.1 when every rank is on this host, otherwise on
 //      the interface named by PGS_GLOO_IFACE, or the address this host's name
 //      resolves to;
-//   2. a full mesh of connections, whose addresses are exchanged through
-//      MpiStore — a gloo::rendezvous::Store that runs over MPI collectives on
-//      ctx->comm, so no file system or key-value server is needed;
+//   2. a full mesh of TCP pairs, whose addresses are exchanged with one
+//      MPI_Alltoall on ctx->comm (MeshContext), so no file system or key-value
+//      store is needed;
 //   3. every step ends with an agreement (MPI_Allreduce MIN), so all ranks
 //      succeed or fail together.
 //
@@ -20,18 +20,18 @@
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/store.h>
+#include <gloo/context.h>
+#include <gloo/transport/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -50,113 +50,66 @@ constexpr std::chrono::seconds kConnectTimeout{120};
 
 // --- rendezvous over MPI ----------------------------------------------------
 
-// A key-value store for Gloo's connectFullMesh, built on MPI collectives.
-// set() records a key locally; a wait() or get() for a key not yet known runs
-// an exchange round: every rank contributes the keys it has set since the last
-// round (MPI_Allgather of sizes, MPI_Allgatherv of the data). Gloo's full-mesh
-// set-up is symmetric (each rank sets its addresses, then waits for all
-// others'), so every rank enters the same rounds.
-class MpiStore : public gloo::rendezvous::Store {
+void check_mpi(int rc, const char *call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw std::runtime_error(std::string(call) + " failed: " + text);
+}
+
+// A gloo::Context whose full mesh is connected over MPI.
+//
+// Gloo's own rendezvous (rendezvous::Context::connectFullMesh) goes through a
+// key-value Store that peers read asynchronously, and its access pattern is not
+// the same on every rank, so it cannot be served by MPI collectives. This does
+// the same work directly: one TCP pair per peer, each pair's address sent to
+// that peer with one MPI_Alltoall, then every pair connected.
+class MeshContext : public gloo::Context {
  public:
-  explicit MpiStore(MPI_Comm comm) : comm_(comm) {}
+  MeshContext(int rank, int size) : gloo::Context(rank, size) {}
 
-  void set(const std::string &key, const std::vector<char> &data) override {
-    known_[key] = data;
-    pending_.emplace_back(key, data);
-  }
+  void connect_full_mesh(MPI_Comm comm, int local_rank,
+                         const std::shared_ptr<gloo::transport::Device> &device) {
+    auto transport = device->createContext(rank, size);
+    transport->setTimeout(kConnectTimeout);
 
-  std::vector<char> get(const std::string &key) override {
-    wait({key});
-    return known_.at(key);
-  }
-
-  void wait(const std::vector<std::string> &keys) override {
-    while (missing(keys)) {
-      if (!exchange()) throw std::runtime_error("gloo rendezvous: key '" + first_missing(keys) +
-                                                "' was never set by any rank");
+    // Address of my pair for peer i, in slot i (my own slot stays empty).
+    std::vector<std::vector<char>> addresses(size);
+    size_t slot = 0;
+    for (int i = 0; i < size; ++i) {
+      if (i == rank) continue;
+      auto &pair = transport->createPair(i);
+      pair->setLocalRank(local_rank);
+      addresses[i] = pair->address().bytes();
+      slot = std::max(slot, addresses[i].size());
     }
-  }
+    // Every rank uses the same slot size: the largest address anywhere.
+    unsigned long long mine = slot, largest = 0;
+    check_mpi(MPI_Allreduce(&mine, &largest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm),
+              "MPI_Allreduce");
+    if (largest == 0 || largest > 65536) throw std::runtime_error("unexpected TCP address size");
+    slot = static_cast<size_t>(largest);
 
-  void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &) override {
-    wait(keys);
-  }
+    std::vector<char> out(slot * size, 0), in(slot * size, 0);
+    for (int i = 0; i < size; ++i)
+      std::copy(addresses[i].begin(), addresses[i].end(), out.begin() + i * slot);
+    check_mpi(MPI_Alltoall(out.data(), static_cast<int>(slot), MPI_BYTE, in.data(),
+                           static_cast<int>(slot), MPI_BYTE, comm),
+              "MPI_Alltoall");
 
- private:
-  bool missing(const std::vector<std::string> &keys) const { return !first_missing(keys).empty(); }
-
-  std::string first_missing(const std::vector<std::string> &keys) const {
-    for (const auto &key : keys)
-      if (known_.count(key) == 0) return key.empty() ? std::string("<empty>") : key;
-    return std::string();
-  }
-
-  static void check(int rc, const char *call) {
-    if (rc == MPI_SUCCESS) return;
-    char text[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    MPI_Error_string(rc, text, &len);
-    throw std::runtime_error(std::string("gloo rendezvous: ") + call + " failed: " + text);
-  }
-
-  // One round. Returns whether any rank contributed anything.
-  bool exchange() {
-    // Serialize: per entry, key length, data length (uint64 each), key, data.
-    std::vector<char> mine;
-    auto put_u64 = [&mine](uint64_t v) {
-      const char *p = reinterpret_cast<const char *>(&v);
-      mine.insert(mine.end(), p, p + sizeof v);
-    };
-    for (const auto &entry : pending_) {
-      put_u64(entry.first.size());
-      put_u64(entry.second.size());
-      mine.insert(mine.end(), entry.first.begin(), entry.first.end());
-      mine.insert(mine.end(), entry.second.begin(), entry.second.end());
+    // Slot i of `in` is peer i's pair for this rank. A shorter address was padded
+    // with zeros; Gloo's TCP addresses are fixed-size, so `slot` is exact.
+    for (int i = 0; i < size; ++i) {
+      if (i == rank) continue;
+      std::vector<char> peer(in.begin() + i * slot, in.begin() + (i + 1) * slot);
+      transport->getPair(i)->connect(peer);
     }
-    pending_.clear();
-
-    int size = 0;
-    check(MPI_Comm_size(comm_, &size), "MPI_Comm_size");
-    if (mine.size() > static_cast<size_t>(INT32_MAX))
-      throw std::runtime_error("gloo rendezvous: address data too large");
-    int my_bytes = static_cast<int>(mine.size());
-    std::vector<int> bytes(size), displs(size);
-    check(MPI_Allgather(&my_bytes, 1, MPI_INT, bytes.data(), 1, MPI_INT, comm_), "MPI_Allgather");
-    int64_t total = 0;
-    for (int r = 0; r < size; ++r) {
-      if (total > INT32_MAX) throw std::runtime_error("gloo rendezvous: address data too large");
-      displs[r] = static_cast<int>(total);
-      total += bytes[r];
-    }
-    if (total == 0) return false;
-    if (total > INT32_MAX) throw std::runtime_error("gloo rendezvous: address data too large");
-    std::vector<char> all(static_cast<size_t>(total));
-    check(MPI_Allgatherv(mine.data(), my_bytes, MPI_BYTE, all.data(), bytes.data(), displs.data(),
-                         MPI_BYTE, comm_),
-          "MPI_Allgatherv");
-
-    size_t at = 0;
-    auto get_u64 = [&all, &at]() {
-      uint64_t v = 0;
-      if (at + sizeof v > all.size()) throw std::runtime_error("gloo rendezvous: corrupt data");
-      std::memcpy(&v, all.data() + at, sizeof v);
-      at += sizeof v;
-      return v;
-    };
-    while (at < all.size()) {
-      const uint64_t key_len = get_u64(), data_len = get_u64();
-      if (key_len + data_len > all.size() - at)
-        throw std::runtime_error("gloo rendezvous: corrupt data");
-      std::string key(all.data() + at, key_len);
-      at += key_len;
-      known_[key].assign(all.data() + at, all.data() + at + data_len);
-      at += data_len;
-    }
-    return true;
+    transport->setTimeout(kOperationTimeout);
+    setTimeout(kOperationTimeout);
+    device_ = device;
+    transportContext_ = std::move(transport);
   }
-
-  MPI_Comm comm_;
-  std::map<std::string, std::vector<char>> known_;
-  std::vector<std::pair<std::string, std::vector<char>>> pending_;
 };
 
 // --- one backend instance -----------------------------------------------------
@@ -164,7 +117,7 @@ class MpiStore : public gloo::rendezvous::Store {
 struct GlooState {
   const pg_backend_context *ctx = nullptr;
   std::shared_ptr<gloo::transport::Device> device;
-  std::shared_ptr<gloo::Context> context;
+  std::shared_ptr<gloo::Context> context;  // a MeshContext
   uint32_t next_tag = 1;
 
   // A fresh tag per collective: Gloo matches messages by (collective, tag).
@@ -196,16 +149,18 @@ size_t dtype_size(pg_dtype dtype) {
   return 0;
 }
 
-// Whether every rank of this communicator runs on this host.
-bool single_host(MPI_Comm comm, int size) {
+// Whether every rank of this communicator runs on this host (collective), and
+// this rank's index among the ranks on its host.
+bool single_host(MPI_Comm comm, int size, int *host_rank) {
   MPI_Comm shared = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) != MPI_SUCCESS)
-    return false;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared),
+            "MPI_Comm_split_type");
   int shared_size = 0;
   MPI_Comm_size(shared, &shared_size);
+  MPI_Comm_rank(shared, host_rank);
   MPI_Comm_free(&shared);
   int mine = shared_size == size ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   return all == 1;
 }
 
@@ -231,13 +186,15 @@ pg_status gloo_create(const pg_backend_context *ctx, void * /*user_data*/, void 
   std::unique_ptr<GlooState> st;
   std::string error;
   std::string where;
+  int host_rank = 0;
 
-  // Step 1: this rank's device (local).
+  // Step 1: this rank's device (local, after one collective that cannot fail
+  // on one rank only).
   try {
     st.reset(new GlooState());
     st->ctx = ctx;
     if (ctx->size > 1) {
-      const bool loopback = single_host(ctx->comm, ctx->size);  // collective
+      const bool loopback = single_host(ctx->comm, ctx->size, &host_rank);
       st->device = gloo::transport::tcp::CreateDevice(device_attr(loopback, &where));
     }
   } catch (const std::exception &e) {
@@ -248,14 +205,11 @@ pg_status gloo_create(const pg_backend_context *ctx, void * /*user_data*/, void 
     return PG_ERR_BACKEND;
   }
 
-  // Step 2: the full mesh (collective; the store runs MPI collectives).
+  // Step 2: the full mesh (collective: addresses travel over MPI).
   if (ctx->size > 1) {
     try {
-      MpiStore store(ctx->comm);
-      auto context = std::make_shared<gloo::rendezvous::Context>(ctx->rank, ctx->size);
-      context->setTimeout(kConnectTimeout);
-      context->connectFullMesh(store, st->device);
-      context->setTimeout(kOperationTimeout);
+      auto context = std::make_shared<MeshContext>(ctx->rank, ctx->size);
+      context->connect_full_mesh(ctx->comm, host_rank, st->device);
       st->context = context;
     } catch (const std::exception &e) {
       error = std::string("cannot connect the ranks over ") + where + ": " + e.what();
