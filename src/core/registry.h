@@ -22,12 +22,13 @@ namespace registry {
 
 // pg_backend_register: validates and copies a user table.
 pg_status add_table(const pg_backend_ops *ops);
-// Built-ins (called once, from the registry itself).
-void add_builtin(BackendEntry entry);
 // The entry of `name`, or nullptr.
 const BackendEntry *find(const std::string &name);
 // Sorted names.
 std::vector<std::string> names();
+// GPUs CUDA can use here; PG_ERR_UNAVAILABLE saying why when there are none
+// (a build without CUDA, no driver, no device).
+pg_status cuda_device_count(int *count);
 // Whether `name` fits [a-z0-9_]{1,63}.
 bool valid_name(const std::string &name);
 

@@ -1,0 +1,79 @@
+#include "core/agree.h"
+
+#include "core/status.h"
+
+namespace pg {
+
+pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<std::string> *all) {
+  int size = 0;
+  PG_MPI_CHECK(MPI_Comm_size(comm, &size));
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(size), displs(size);
+  PG_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm));
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[r] = total;
+    total += lens[r];
+  }
+  std::string joined(static_cast<std::size_t>(total), '\0');
+  PG_MPI_CHECK(MPI_Allgatherv(mine.data(), len, MPI_CHAR, &joined[0], lens.data(), displs.data(),
+                              MPI_CHAR, comm));
+  all->clear();
+  for (int r = 0; r < size; ++r) all->push_back(joined.substr(displs[r], lens[r]));
+  return PG_OK;
+}
+
+pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message) {
+  int mine = static_cast<int>(local), worst = 0;
+  PG_MPI_CHECK(MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm));
+  if (worst == PG_OK) return PG_OK;
+
+  int size = 0;
+  PG_MPI_CHECK(MPI_Comm_size(comm, &size));
+  std::vector<int> statuses(size);
+  PG_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, statuses.data(), 1, MPI_INT, comm));
+  std::vector<std::string> messages;
+  PG_CHECK(allgather_strings(comm, local == PG_OK ? std::string() : local_message, &messages));
+
+  int first = -1, failed = 0;
+  bool same = true;
+  for (int r = 0; r < size; ++r) {
+    if (statuses[r] == PG_OK) continue;
+    ++failed;
+    if (first < 0) first = r;
+    else if (messages[r] != messages[first] || statuses[r] != statuses[first]) same = false;
+  }
+  std::string text;
+  if (same && failed == size) {
+    text = messages[first];  // the usual case: every rank made the same mistake
+  } else if (same) {
+    text = (failed == 1 ? "rank " : "ranks ");
+    int listed = 0;
+    for (int r = 0; r < size; ++r)
+      if (statuses[r] != PG_OK) text += (listed++ ? "," : "") + std::to_string(r);
+    text += " of " + std::to_string(size) + " failed: " + messages[first];
+  } else {
+    int listed = 0;
+    for (int r = 0; r < size && listed < 8; ++r) {
+      if (statuses[r] == PG_OK) continue;
+      text += (listed++ ? "; " : "") + std::string("rank ") + std::to_string(r) + " failed: " +
+              messages[r];
+    }
+    if (failed > listed) text += "; and " + std::to_string(failed - listed) + " more ranks";
+  }
+  return fail_message(static_cast<pg_status>(statuses[first]), text);
+}
+
+pg_status agree_same(MPI_Comm comm, const std::string &value, const char *what) {
+  std::vector<std::string> all;
+  PG_CHECK(allgather_strings(comm, value, &all));
+  bool same = true;
+  for (const std::string &v : all) same = same && v == all[0];
+  if (same) return PG_OK;
+  std::string text = std::string("ranks disagree on ") + what + ":";
+  for (std::size_t r = 0; r < all.size() && r < 16; ++r)
+    text += (r ? "; rank " : " rank ") + std::to_string(r) + ": " + all[r];
+  return fail_message(PG_ERR_MISMATCH, text);
+}
+
+}  // namespace pg

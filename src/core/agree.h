@@ -1,0 +1,26 @@
+// Agreement across the ranks of a communicator: one status for all, and
+// messages that say which rank failed and why.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "pg_strategy.h"
+
+namespace pg {
+
+// Every rank's string, in rank order (collective).
+pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<std::string> *all);
+
+// Collective: every rank returns the status of the lowest failing rank (PG_OK
+// if none failed), and pg_last_error() names the ranks that failed and why.
+// `local_message` is this rank's message when `local` is a failure.
+pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message);
+
+// Collective: PG_ERR_MISMATCH on every rank unless every rank passed the same
+// `value`; the message lists what each rank had. `what` names the value.
+pg_status agree_same(MPI_Comm comm, const std::string &value, const char *what);
+
+}  // namespace pg

@@ -1,0 +1,304 @@
+// Every extern "C" entry of pg_strategy.h and pg_backend.h. Each one checks
+// its arguments and catches every exception: nothing crosses the C ABI.
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/registry.h"
+#include "core/status.h"
+#include "core/strategy.h"
+#include "core/validate.h"
+
+namespace {
+
+using pg::Coll;
+using pg::CollArgs;
+
+template <typename F>
+pg_status guarded(const char *fn, F &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return pg::fail(PG_ERR_NO_MEMORY, "%s: out of memory", fn);
+  } catch (const std::exception &e) {
+    return pg::fail(PG_ERR_INTERNAL, "%s: internal error: %s", fn, e.what());
+  } catch (...) {
+    return pg::fail(PG_ERR_INTERNAL, "%s: internal error", fn);
+  }
+}
+
+pg_status null_handle(const char *fn) {
+  return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: the strategy is NULL", fn);
+}
+
+pg_status write_string(const char *fn, const std::string &text, char *buf, size_t len) {
+  if (!buf || len == 0) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: buf is NULL or len is 0", fn);
+  size_t n = text.size() < len - 1 ? text.size() : len - 1;
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+  return PG_OK;
+}
+
+pg_status blocking(const char *fn, pg_strategy *s, const CollArgs &a) {
+  return guarded(fn, [&] {
+    if (!s) return null_handle(fn);
+    return pg::run(s, a, pg::validate(fn, s, a));
+  });
+}
+
+pg_status nonblocking(const char *fn, pg_strategy *s, const CollArgs &a, pg_work **work) {
+  return guarded(fn, [&] {
+    if (!s) return null_handle(fn);
+    if (!work) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: work is NULL", fn);
+    *work = nullptr;
+    return pg::start(s, a, pg::validate(fn, s, a), work);
+  });
+}
+
+pg_status create(const char *fn, const char *device, const char *backend, MPI_Comm comm,
+                 pg_strategy **out) {
+  return guarded(fn, [&] {
+    if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    *out = nullptr;
+    return pg::create_strategy(device, backend, comm, out);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *pg_status_name(pg_status status) { return pg::status_name(status); }
+
+const char *pg_last_error(void) { return pg::last_error().c_str(); }
+
+void pg_version(int *major, int *minor, int *patch) {
+  if (major) *major = PG_VERSION_MAJOR;
+  if (minor) *minor = PG_VERSION_MINOR;
+  if (patch) *patch = PG_VERSION_PATCH;
+}
+
+const char *pg_default_backend(const char *device) {
+  pg::Device d;
+  if (pg::parse_device(device, &d) != PG_OK) return nullptr;
+  return pg::default_backend(d);
+}
+
+pg_status pg_backends_list(char *buf, size_t len) {
+  return guarded("pg_backends_list", [&] {
+    std::string names;
+    for (const std::string &n : pg::registry::names()) names += (names.empty() ? "" : ",") + n;
+    return write_string("pg_backends_list", names, buf, len);
+  });
+}
+
+pg_status pg_backend_register(const pg_backend_ops *ops) {
+  return guarded("pg_backend_register", [&] { return pg::registry::add_table(ops); });
+}
+
+pg_status pg_strategy_create(const char *device, const char *backend, pg_strategy **out) {
+  return create("pg_strategy_create", device, backend, MPI_COMM_WORLD, out);
+}
+
+pg_status pg_strategy_create_comm(const char *device, const char *backend, MPI_Comm comm,
+                                  pg_strategy **out) {
+  return create("pg_strategy_create_comm", device, backend, comm, out);
+}
+
+pg_status pg_strategy_create_fcomm(const char *device, const char *backend, MPI_Fint comm,
+                                   pg_strategy **out) {
+  return guarded("pg_strategy_create_fcomm", [&] {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    // MPI_Comm_f2c needs MPI; a Fortran handle exists only once MPI runs.
+    if (!initialized)
+      return pg::fail(PG_ERR_STATE, "pg_strategy_create_fcomm: MPI is not initialized");
+    return create("pg_strategy_create_fcomm", device, backend, MPI_Comm_f2c(comm), out);
+  });
+}
+
+pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **out) {
+  return guarded("pg_strategy_split", [&] {
+    if (!s) return null_handle("pg_strategy_split");
+    if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_strategy_split: out is NULL");
+    *out = nullptr;
+    if (s->poisoned)
+      return pg::fail(PG_ERR_STATE, "pg_strategy_split: the strategy is unusable after an earlier failure (%s)",
+                      s->poison_reason.c_str());
+    return pg::split_strategy(s, color, key, out);
+  });
+}
+
+pg_status pg_strategy_destroy(pg_strategy *s) {
+  return guarded("pg_strategy_destroy", [&] { return s ? pg::destroy_strategy(s) : PG_OK; });
+}
+
+const char *pg_strategy_backend(const pg_strategy *s) { return s ? s->selection.backend.c_str() : nullptr; }
+const char *pg_strategy_device(const pg_strategy *s) { return s ? s->device_name.c_str() : nullptr; }
+int pg_strategy_rank(const pg_strategy *s) { return s ? s->rank : -1; }
+int pg_strategy_size(const pg_strategy *s) { return s ? s->size : -1; }
+int pg_strategy_local_rank(const pg_strategy *s) { return s ? s->layout.local_rank : -1; }
+int pg_strategy_local_size(const pg_strategy *s) { return s ? s->layout.local_size : -1; }
+int pg_strategy_node_rank(const pg_strategy *s) { return s ? s->layout.node_rank : -1; }
+int pg_strategy_node_count(const pg_strategy *s) { return s ? s->layout.node_count : -1; }
+
+pg_status pg_strategy_describe(const pg_strategy *s, char *buf, size_t len) {
+  return guarded("pg_strategy_describe", [&] {
+    if (!s) return null_handle("pg_strategy_describe");
+    std::string text;
+    PG_CHECK(pg::describe_strategy(s, &text));
+    return write_string("pg_strategy_describe", text, buf, len);
+  });
+}
+
+pg_status pg_strategy_set_stream(pg_strategy *s, void *cuda_stream) {
+  return guarded("pg_strategy_set_stream", [&] {
+    if (!s) return null_handle("pg_strategy_set_stream");
+    if (!s->device.cuda)
+      return pg::fail(PG_ERR_UNSUPPORTED, "pg_strategy_set_stream: device '%s' has no streams",
+                      s->device_name.c_str());
+    PG_CHECK(s->primary->backend->set_stream(cuda_stream));
+    if (s->fallback) PG_CHECK(s->fallback->backend->set_stream(cuda_stream));
+    s->stream = cuda_stream;
+    return PG_OK;
+  });
+}
+
+pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
+  return guarded("pg_mem_alloc", [&] {
+    if (!s) return null_handle("pg_mem_alloc");
+    if (!ptr) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: ptr is NULL");
+    *ptr = nullptr;
+    if (bytes > static_cast<size_t>(MPI_Aint(~0ull >> 1)))
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: %zu bytes is too large", bytes);
+    // Memory MPI may have registered with the network: its transfers skip a copy.
+    void *p = nullptr;
+    if (MPI_Alloc_mem(static_cast<MPI_Aint>(bytes ? bytes : 1), MPI_INFO_NULL, &p) != MPI_SUCCESS || !p)
+      return pg::fail(PG_ERR_NO_MEMORY, "pg_mem_alloc: cannot allocate %zu bytes", bytes);
+    s->allocations.insert(p);
+    *ptr = p;
+    return PG_OK;
+  });
+}
+
+pg_status pg_mem_free(pg_strategy *s, void *ptr) {
+  return guarded("pg_mem_free", [&] {
+    if (!s) return null_handle("pg_mem_free");
+    if (!ptr) return PG_OK;
+    if (!s->allocations.erase(ptr))
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_free: %p was not allocated by pg_mem_alloc on this strategy", ptr);
+    MPI_Free_mem(ptr);
+    return PG_OK;
+  });
+}
+
+pg_status pg_allreduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                       pg_dtype dtype, pg_op op) {
+  return blocking("pg_allreduce", s, {Coll::allreduce, sendbuf, recvbuf, count, dtype, op});
+}
+pg_status pg_broadcast(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int root) {
+  return blocking("pg_broadcast", s, {Coll::broadcast, nullptr, buf, count, dtype, PG_SUM, root});
+}
+pg_status pg_reduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                    pg_dtype dtype, pg_op op, int root) {
+  return blocking("pg_reduce", s, {Coll::reduce, sendbuf, recvbuf, count, dtype, op, root});
+}
+pg_status pg_allgather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
+                       pg_dtype dtype) {
+  return blocking("pg_allgather", s, {Coll::allgather, sendbuf, recvbuf, sendcount, dtype});
+}
+pg_status pg_reduce_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
+                            pg_dtype dtype, pg_op op) {
+  return blocking("pg_reduce_scatter", s, {Coll::reduce_scatter, sendbuf, recvbuf, recvcount, dtype, op});
+}
+pg_status pg_alltoall(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                      pg_dtype dtype) {
+  return blocking("pg_alltoall", s, {Coll::alltoall, sendbuf, recvbuf, count, dtype});
+}
+pg_status pg_gather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
+                    pg_dtype dtype, int root) {
+  return blocking("pg_gather", s, {Coll::gather, sendbuf, recvbuf, sendcount, dtype, PG_SUM, root});
+}
+pg_status pg_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
+                     pg_dtype dtype, int root) {
+  return blocking("pg_scatter", s, {Coll::scatter, sendbuf, recvbuf, recvcount, dtype, PG_SUM, root});
+}
+pg_status pg_barrier(pg_strategy *s) { return blocking("pg_barrier", s, {Coll::barrier}); }
+pg_status pg_send(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer, int tag) {
+  return blocking("pg_send", s, {Coll::send, buf, nullptr, count, dtype, PG_SUM, peer, tag});
+}
+pg_status pg_recv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer, int tag) {
+  return blocking("pg_recv", s, {Coll::recv, nullptr, buf, count, dtype, PG_SUM, peer, tag});
+}
+pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcount, int dest,
+                      void *recvbuf, size_t recvcount, int source, pg_dtype dtype, int tag) {
+  return blocking("pg_sendrecv", s,
+                  {Coll::sendrecv, sendbuf, recvbuf, sendcount, dtype, PG_SUM, dest, tag, recvcount, source});
+}
+
+pg_status pg_iallreduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                        pg_dtype dtype, pg_op op, pg_work **work) {
+  return nonblocking("pg_iallreduce", s, {Coll::allreduce, sendbuf, recvbuf, count, dtype, op}, work);
+}
+pg_status pg_ibroadcast(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int root,
+                        pg_work **work) {
+  return nonblocking("pg_ibroadcast", s, {Coll::broadcast, nullptr, buf, count, dtype, PG_SUM, root}, work);
+}
+pg_status pg_ireduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                     pg_dtype dtype, pg_op op, int root, pg_work **work) {
+  return nonblocking("pg_ireduce", s, {Coll::reduce, sendbuf, recvbuf, count, dtype, op, root}, work);
+}
+pg_status pg_iallgather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
+                        pg_dtype dtype, pg_work **work) {
+  return nonblocking("pg_iallgather", s, {Coll::allgather, sendbuf, recvbuf, sendcount, dtype}, work);
+}
+pg_status pg_ireduce_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
+                             pg_dtype dtype, pg_op op, pg_work **work) {
+  return nonblocking("pg_ireduce_scatter", s,
+                     {Coll::reduce_scatter, sendbuf, recvbuf, recvcount, dtype, op}, work);
+}
+pg_status pg_ialltoall(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
+                       pg_dtype dtype, pg_work **work) {
+  return nonblocking("pg_ialltoall", s, {Coll::alltoall, sendbuf, recvbuf, count, dtype}, work);
+}
+pg_status pg_igather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
+                     pg_dtype dtype, int root, pg_work **work) {
+  return nonblocking("pg_igather", s, {Coll::gather, sendbuf, recvbuf, sendcount, dtype, PG_SUM, root}, work);
+}
+pg_status pg_iscatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
+                      pg_dtype dtype, int root, pg_work **work) {
+  return nonblocking("pg_iscatter", s, {Coll::scatter, sendbuf, recvbuf, recvcount, dtype, PG_SUM, root}, work);
+}
+pg_status pg_ibarrier(pg_strategy *s, pg_work **work) {
+  return nonblocking("pg_ibarrier", s, {Coll::barrier}, work);
+}
+pg_status pg_isend(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer, int tag,
+                   pg_work **work) {
+  return nonblocking("pg_isend", s, {Coll::send, buf, nullptr, count, dtype, PG_SUM, peer, tag}, work);
+}
+pg_status pg_irecv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer, int tag,
+                   pg_work **work) {
+  return nonblocking("pg_irecv", s, {Coll::recv, nullptr, buf, count, dtype, PG_SUM, peer, tag}, work);
+}
+
+pg_status pg_work_wait(pg_work *w, double timeout_seconds) {
+  return guarded("pg_work_wait", [&] {
+    if (!w) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_work_wait: the work is NULL");
+    return pg::work_wait(w, timeout_seconds);
+  });
+}
+
+pg_status pg_work_test(pg_work *w, int *done) {
+  return guarded("pg_work_test", [&] {
+    if (!w || !done) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_work_test: the work or done is NULL");
+    return pg::work_test(w, done);
+  });
+}
+
+pg_status pg_work_free(pg_work *w) {
+  return guarded("pg_work_free", [&] { return w ? pg::work_free(w) : PG_OK; });
+}
+
+}  // extern "C"

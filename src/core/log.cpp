@@ -1,0 +1,45 @@
+#include "core/log.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+
+namespace pg::log {
+namespace {
+std::atomic<int> g_level{static_cast<int>(params::LogLevel::error)};
+
+int world_rank() {
+  int initialized = 0, finalized = 0, rank = -1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+}  // namespace
+
+void set_level(params::LogLevel level) { g_level.store(static_cast<int>(level)); }
+
+bool enabled(params::LogLevel level) { return static_cast<int>(level) <= g_level.load(); }
+
+void write(params::LogLevel level, const char *fmt, ...) {
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  char message[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(message, sizeof message, fmt, ap);
+  va_end(ap);
+  // One fprintf per line, so lines of different threads do not interleave.
+  std::fprintf(stderr, "[pgstrategy %d] %s: %s\n", world_rank(), names[static_cast<int>(level)],
+               message);
+}
+
+void from_backend(int level, const char *message) {
+  if (level < 0) level = 0;
+  if (level > 3) level = 3;
+  auto l = static_cast<params::LogLevel>(level);
+  if (enabled(l)) write(l, "%s", message ? message : "(null)");
+}
+
+}  // namespace pg::log

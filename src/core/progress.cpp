@@ -1,0 +1,51 @@
+#include "core/progress.h"
+
+namespace pg {
+
+void Progress::submit(std::function<void()> task) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  queue_.push_back(std::move(task));
+  if (!thread_.joinable()) {
+    stopping_ = false;
+    thread_ = std::thread(&Progress::loop, this);
+  }
+  wake_.notify_one();
+}
+
+void Progress::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+bool Progress::idle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.empty() && !busy_;
+}
+
+void Progress::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!thread_.joinable()) return;
+    stopping_ = true;
+    wake_.notify_one();
+  }
+  thread_.join();
+}
+
+void Progress::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything queued has run
+    std::function<void()> task = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    task();
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) idle_.notify_all();
+  }
+}
+
+}  // namespace pg

@@ -1,0 +1,38 @@
+// A per-strategy progress thread: runs queued operations in order (backends
+// without native nonblocking entries, at MPI_THREAD_MULTIPLE).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace pg {
+
+class Progress {
+ public:
+  Progress() = default;
+  Progress(const Progress &) = delete;
+  Progress &operator=(const Progress &) = delete;
+  ~Progress() { stop(); }
+
+  // Queues a task; the thread starts with the first one.
+  void submit(std::function<void()> task);
+  // Waits until every queued task has run.
+  void drain();
+  bool idle();
+  // Drains and joins the thread.
+  void stop();
+
+ private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<void()>> queue_;
+  bool busy_ = false, stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace pg

@@ -1,0 +1,123 @@
+#include "core/runtime.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "core/strategy.h"
+
+namespace pg::runtime {
+namespace {
+
+std::mutex g_mutex;
+std::set<pg_strategy *> g_live;
+int g_level = MPI_THREAD_SINGLE;
+
+// Runs inside MPI_Finalize (an attribute on MPI_COMM_SELF is deleted first
+// thing): progress threads must stop while MPI still works.
+int on_finalize(MPI_Comm, int, void *, void *) {
+  std::set<pg_strategy *> live;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    live = g_live;
+  }
+  for (pg_strategy *s : live) s->quiesce();
+  return MPI_SUCCESS;
+}
+
+// When the library initialized MPI it also finalizes it, at exit.
+void finalize_owned() {
+  std::set<pg_strategy *> live;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    live = g_live;
+  }
+  for (pg_strategy *s : live) pg_strategy_destroy(s);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void check_mpi_library() {
+  char running[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  MPI_Get_library_version(running, &len);
+#if defined(MPICH_VERSION)
+  const char *built = "MPICH Version:\t" MPICH_VERSION;
+  bool same = std::strstr(running, MPICH_VERSION) != nullptr && std::strstr(running, "MPICH") != nullptr;
+#elif defined(OMPI_MAJOR_VERSION)
+  char built_buf[64];
+  std::snprintf(built_buf, sizeof built_buf, "Open MPI v%d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION);
+  const char *built = built_buf;
+  bool same = std::strstr(running, built_buf) != nullptr;
+#else
+  const char *built = "unknown";
+  bool same = true;
+#endif
+  if (!same) {
+    const char *newline = std::strchr(running, '\n');
+    int first_line = newline ? static_cast<int>(newline - running) : len;
+    // Printed whatever PGS_LOG says: a mismatched MPI breaks in obscure ways later.
+    log::write(params::LogLevel::warn,
+           "pgstrategy was built against %s but runs with '%.*s'; rebuild it against the MPI "
+           "the application uses",
+           built, first_line, running);
+  }
+}
+
+}  // namespace
+
+pg_status ensure_mpi() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  static bool checked = false;
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return fail(PG_ERR_STATE, "MPI has been finalized; no strategy can be created any more");
+  if (!initialized) {
+    int provided = 0;
+    PG_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    std::atexit(finalize_owned);
+  }
+  if (!checked) {
+    checked = true;
+    MPI_Query_thread(&g_level);
+    int keyval = MPI_KEYVAL_INVALID;
+    PG_MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize, &keyval, nullptr));
+    PG_MPI_CHECK(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr));
+    check_mpi_library();
+  }
+  return PG_OK;
+}
+
+int thread_level() { return g_level; }
+
+bool mpi_alive() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+void track(pg_strategy *s) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_live.insert(s);
+}
+
+void untrack(pg_strategy *s) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_live.erase(s);
+}
+
+void for_each_live(const std::function<void(pg_strategy *)> &fn) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (pg_strategy *s : g_live) fn(s);
+}
+
+}  // namespace pg::runtime

@@ -1,0 +1,272 @@
+// Strategy lifecycle: creation (collective, one agreed status), split, destroy,
+// describe.
+#include "core/strategy.h"
+
+#include <algorithm>
+
+#include "core/agree.h"
+#include "core/log.h"
+#include "core/plugin.h"
+#include "core/registry.h"
+#include "core/runtime.h"
+#include "core/status.h"
+#include "topology/machine.h"
+
+namespace pg {
+namespace {
+
+pg_status dup_comm(MPI_Comm comm, MPI_Comm *out) {
+  PG_MPI_CHECK(MPI_Comm_dup(comm, out));
+  // MPI errors come back as statuses with MPI's own text.
+  PG_MPI_CHECK(MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN));
+  return PG_OK;
+}
+
+std::string registered_list() {
+  std::string out;
+  for (const std::string &n : registry::names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string devices_list(uint32_t devices) {
+  std::string out;
+  if (devices & PG_DEVICE_CPU) out += "cpu";
+  if (devices & PG_DEVICE_CUDA) out += out.empty() ? "cuda" : ", cuda";
+  return out;
+}
+
+// The backend entry for `name`: registered, or loaded as a plugin.
+pg_status find_backend(const std::string &name, const Device &device,
+                       const params::Settings &settings, const BackendEntry **out) {
+  *out = registry::find(name);
+  if (*out) return PG_OK;
+  if (!registry::valid_name(name))
+    return fail(PG_ERR_UNKNOWN_BACKEND,
+                "unknown backend '%s' for device '%s': not a valid name ([a-z0-9_]{1,63}); "
+                "registered: %s",
+                name.c_str(), device.kind().c_str(), registered_list().c_str());
+  PG_CHECK(load_plugin(name, settings.plugin_path));
+  *out = registry::find(name);
+  if (!*out) return fail(PG_ERR_PLUGIN, "plugin for backend '%s' did not register it", name.c_str());
+  return PG_OK;
+}
+
+// The checks every rank makes alone, in DESIGN.md's order.
+pg_status check_locally(pg_strategy *s, const char *device, const char *backend,
+                        const BackendEntry **entry, int *gpus) {
+  PG_CHECK(parse_device(device, &s->device));
+  s->selection = select_backend(s->device, backend, s->settings);
+  PG_CHECK(find_backend(s->selection.backend, s->device, s->settings, entry));
+  uint32_t bit = s->device.cuda ? PG_DEVICE_CUDA : PG_DEVICE_CPU;
+  if (!((*entry)->devices & bit))
+    return fail(PG_ERR_UNSUPPORTED, "backend '%s' does not serve device '%s'; it serves: %s",
+                s->selection.backend.c_str(), device, devices_list((*entry)->devices).c_str());
+  if (!s->device.cuda) return PG_OK;
+  PG_CHECK(registry::cuda_device_count(gpus));
+  if (s->device.index >= *gpus)
+    return fail(PG_ERR_INVALID_ARGUMENT, "device '%s' is out of range: %d GPU%s visible (cuda:0..%d)",
+                device, *gpus, *gpus == 1 ? "" : "s", *gpus - 1);
+  return PG_OK;
+}
+
+// The local rank's GPU for "cuda"; the named one for "cuda:N".
+pg_status choose_gpu(pg_strategy *s, int gpus) {
+  if (s->device.index < 0) {
+    if (s->layout.local_rank >= gpus)
+      return fail(PG_ERR_UNAVAILABLE,
+                  "device 'cuda': local rank %d of %d has no GPU of its own (%d visible); "
+                  "run at most %d ranks per node or name the device 'cuda:N'",
+                  s->layout.local_rank, s->layout.local_size, gpus, gpus);
+    s->device.index = s->layout.local_rank;
+  }
+  s->device_name = "cuda:" + std::to_string(s->device.index);
+  return PG_OK;
+}
+
+// One collective step of creation: run `step` locally, then agree.
+template <typename Step>
+pg_status collective_step(pg_strategy *s, Step step) {
+  pg_status local = step();
+  return agree(s->comm, local, local == PG_OK ? std::string() : last_error());
+}
+
+}  // namespace
+
+Instance::~Instance() {
+  backend.reset();
+  if (runtime::mpi_alive()) {
+    topology::free_layout(&layout);
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+}
+
+bool delegates(const pg_strategy *s, Coll coll) {
+  if (s->delegated[static_cast<int>(coll)]) return true;
+  if (!s->primary) return false;
+  const Backend &b = *s->primary->backend;
+  const bool p2p = b.implements(Coll::send) && b.implements(Coll::recv);
+  switch (coll) {
+    case Coll::send:
+    case Coll::recv: return !p2p;
+    case Coll::sendrecv: return !p2p && !b.implements(coll);  // else composed from send and recv
+    default: return !b.implements(coll);
+  }
+}
+
+pg_status make_instance(pg_strategy *s, const BackendEntry &entry, std::unique_ptr<Instance> *out) {
+  auto inst = std::make_unique<Instance>();
+  inst->name = entry.name;
+  PG_CHECK(dup_comm(s->comm, &inst->comm));
+  PG_CHECK(topology::dup_layout(s->layout, &inst->layout));
+  pg_backend_context &c = inst->ctx;
+  c.comm = inst->comm;
+  c.rank = s->rank;
+  c.size = s->size;
+  c.device = s->device.cuda ? "cuda" : "cpu";
+  c.device_index = s->device.cuda ? s->device.index : -1;
+  c.node_comm = inst->layout.node_comm;
+  c.local_rank = inst->layout.local_rank;
+  c.local_size = inst->layout.local_size;
+  c.rail_comm = inst->layout.rail_comm;
+  c.node_rank = inst->layout.node_rank;
+  c.node_count = inst->layout.node_count;
+  c.stream = s->stream;
+  c.log = log::from_backend;
+  PG_CHECK(entry.make(inst->ctx, &inst->backend));
+  *out = std::move(inst);
+  return PG_OK;
+}
+
+// The device default, on which operations the backend lacks run.
+pg_status ensure_fallback(pg_strategy *s) {
+  if (s->fallback) return PG_OK;
+  const BackendEntry *entry = registry::find(default_backend(s->device));
+  if (!entry) return fail(PG_ERR_INTERNAL, "the device default backend is not registered");
+  return make_instance(s, *entry, &s->fallback);
+}
+
+namespace {
+
+pg_status init_strategy(pg_strategy *s, const char *device, const char *backend, MPI_Comm comm) {
+  // A bad PGS_* value is reported through the agreement below like any local failure.
+  pg_status settings_status = params::read(&s->settings);
+  std::string settings_error = last_error();
+  if (settings_status == PG_OK) log::set_level(s->settings.log);
+  PG_CHECK(runtime::ensure_mpi());
+  if (comm == MPI_COMM_NULL) return fail(PG_ERR_INVALID_ARGUMENT, "the communicator is MPI_COMM_NULL");
+  int inter = 0;
+  PG_MPI_CHECK(MPI_Comm_test_inter(comm, &inter));
+  if (inter) return fail(PG_ERR_INVALID_ARGUMENT, "an intercommunicator cannot hold a strategy");
+  PG_CHECK(dup_comm(comm, &s->comm));
+  MPI_Comm_rank(s->comm, &s->rank);
+  MPI_Comm_size(s->comm, &s->size);
+  int *tag_ub = nullptr, has_tag_ub = 0;
+  MPI_Comm_get_attr(s->comm, MPI_TAG_UB, &tag_ub, &has_tag_ub);
+  if (has_tag_ub && tag_ub) s->tag_ub = *tag_ub;
+
+  const BackendEntry *entry = nullptr;
+  int gpus = 0;
+  PG_CHECK(collective_step(s, [&] {
+    if (settings_status != PG_OK) return fail_message(settings_status, settings_error);
+    return check_locally(s, device, backend, &entry, &gpus);
+  }));
+  PG_CHECK(agree_same(s->comm, "backend '" + s->selection.backend + "' " + s->settings.schedule_fingerprint(),
+                      "the backend or the schedule settings"));
+  PG_CHECK(collective_step(s, [&] {
+    return topology::build_layout(s->comm, s->settings.ranks_per_node, &s->layout);
+  }));
+  s->device_name = "cpu";
+  PG_CHECK(collective_step(s, [&] {
+    if (s->device.cuda) PG_CHECK(choose_gpu(s, gpus));
+    return topology::prepare_rank(s->settings, s->layout, s->device.cuda ? s->device.index : -1,
+                                  &s->placement);
+  }));
+  topology::check_launcher(MPI_COMM_WORLD);
+
+  PG_CHECK(collective_step(s, [&] { return make_instance(s, *entry, &s->primary); }));
+  // Point-to-point cannot create the default lazily (it is not collective).
+  const Backend &b = *s->primary->backend;
+  if (!(b.implements(Coll::send) && b.implements(Coll::recv)) &&
+      s->selection.backend != default_backend(s->device))
+    PG_CHECK(collective_step(s, [&] { return ensure_fallback(s); }));
+
+  PG_LOG(info, "strategy created: backend '%s' (%s), device '%s', rank %d of %d",
+         s->selection.backend.c_str(), s->selection.rule.c_str(), s->device_name.c_str(), s->rank,
+         s->size);
+  return PG_OK;
+}
+
+}  // namespace
+
+pg_status create_strategy(const char *device, const char *backend, MPI_Comm comm, pg_strategy **out) {
+  *out = nullptr;
+  auto s = std::make_unique<pg_strategy>();
+  pg_status st = init_strategy(s.get(), device, backend, comm);
+  if (st != PG_OK) {
+    std::string message = last_error();
+    destroy_strategy(s.release());
+    return fail_message(st, message);
+  }
+  runtime::track(s.get());
+  *out = s.release();
+  return PG_OK;
+}
+
+pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out) {
+  *out = nullptr;
+  MPI_Comm sub = MPI_COMM_NULL;
+  PG_MPI_CHECK(MPI_Comm_split(s->comm, color < 0 ? MPI_UNDEFINED : color, key, &sub));
+  if (sub == MPI_COMM_NULL) return PG_OK;
+  pg_status st = create_strategy(s->device_name.c_str(), s->selection.backend.c_str(), sub, out);
+  MPI_Comm_free(&sub);
+  if (st == PG_OK) (*out)->selection.rule = s->selection.rule + ", split";
+  return st;
+}
+
+pg_status destroy_strategy(pg_strategy *s) {
+  runtime::untrack(s);
+  s->progress.stop();
+  const bool alive = runtime::mpi_alive();
+  pg_status result = PG_OK;
+  for (pg_work *w : s->works) {
+    if (alive && !s->poisoned) {
+      pg_status st = work_wait(w, -1);
+      if (st != PG_OK && result == PG_OK) result = st;
+    }
+    w->strategy = nullptr;
+  }
+  s->works.clear();
+  if (alive)
+    for (void *p : s->allocations) MPI_Free_mem(p);
+  s->fallback.reset();
+  s->primary.reset();
+  if (alive) {
+    topology::free_layout(&s->layout);
+    if (s->comm != MPI_COMM_NULL) MPI_Comm_free(&s->comm);
+  }
+  delete s;
+  return result;
+}
+
+pg_status describe_strategy(const pg_strategy *s, std::string *out) {
+  std::string d = "backend '" + s->selection.backend + "' (" + s->selection.rule + "), device '" +
+                  s->device_name + "', rank " + std::to_string(s->rank) + " of " +
+                  std::to_string(s->size) + ", node " + std::to_string(s->layout.node_rank) + " of " +
+                  std::to_string(s->layout.node_count) + " (local rank " +
+                  std::to_string(s->layout.local_rank) + " of " + std::to_string(s->layout.local_size) +
+                  ")";
+  std::string delegated;
+  for (int c = 0; c < kCollCount; ++c)
+    if (delegates(s, Coll(c)))
+      delegated += (delegated.empty() ? "" : ", ") + std::string(coll_name(Coll(c)));
+  if (!delegated.empty())
+    d += ", delegated to '" + std::string(default_backend(s->device)) + "': " + delegated;
+  if (!s->placement.empty()) d += ", " + s->placement;
+  if (s->poisoned) d += ", unusable after: " + s->poison_reason;
+  *out = d;
+  return PG_OK;
+}
+
+}  // namespace pg
+
+void pg_strategy::quiesce() { progress.stop(); }

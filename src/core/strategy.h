@@ -1,0 +1,100 @@
+// The strategy object and the work object behind the opaque C handles.
+#pragma once
+
+#include <atomic>
+#include <bitset>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/params.h"
+#include "core/progress.h"
+#include "core/selection.h"
+#include "topology/layout.h"
+
+namespace pg {
+
+// One backend instance with the private communicators of its context.
+struct Instance {
+  std::string name;
+  MPI_Comm comm = MPI_COMM_NULL;
+  topology::Layout layout;
+  pg_backend_context ctx{};
+  std::unique_ptr<Backend> backend;
+
+  ~Instance();
+};
+
+}  // namespace pg
+
+struct pg_strategy {
+  pg::Device device;
+  std::string device_name;  // "cpu", "cuda:1"
+  pg::Selection selection;
+  pg::params::Settings settings;
+  MPI_Comm comm = MPI_COMM_NULL;  // the library's own duplicate: agreement, checks
+  int rank = 0, size = 1;
+  int tag_ub = 32767;              // MPI_TAG_UB of comm
+  pg::topology::Layout layout;     // the library's own node/rail communicators
+  std::string placement;           // binding/GPU/NIC summary from the topology
+  void *stream = nullptr;
+
+  std::unique_ptr<pg::Instance> primary;
+  std::unique_ptr<pg::Instance> fallback;  // the device default, created on first need
+  std::bitset<pg::kCollCount> delegated;   // operations that ran on the fallback
+
+  pg::Progress progress;
+  std::set<pg_work *> works;  // unfinished works, completed at destroy
+  std::set<void *> allocations;
+  std::uint64_t sequence = 0;  // collectives issued, for the checks and the watchdog
+
+  std::atomic<bool> poisoned{false};
+  std::string poison_reason;
+
+  // The watchdog's view of the collective in flight (0: none).
+  std::atomic<std::int64_t> watch_started_ns{0};
+  std::atomic<std::uint64_t> watch_sequence{0};
+  std::atomic<int> watch_coll{0};
+
+  // Stops the progress thread (called while MPI is finalizing).
+  void quiesce();
+};
+
+struct pg_work {
+  pg_strategy *strategy = nullptr;               // NULL once its strategy is gone
+  std::unique_ptr<pg::Request> native;           // a backend's own request, or
+  std::mutex mutex;                              // ... a task on the progress thread
+  std::condition_variable finished_cv;
+  bool finished = false;
+  pg_status status = PG_OK;
+  std::string error;
+  std::vector<char> stage;                       // staging for in-place alltoall
+};
+
+namespace pg {
+
+// Creation (collective over comm). Every rank returns the same status.
+pg_status create_strategy(const char *device, const char *backend, MPI_Comm comm, pg_strategy **out);
+pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out);
+pg_status destroy_strategy(pg_strategy *s);
+pg_status describe_strategy(const pg_strategy *s, std::string *out);
+// The device default instance, created on first need (collective).
+pg_status ensure_fallback(pg_strategy *s);
+// Whether `coll` runs on the device default rather than the chosen backend.
+bool delegates(const pg_strategy *s, Coll coll);
+
+// Runs one operation. `local` is the result of this rank's argument checks:
+// with PGS_DEBUG=detail it is agreed across ranks before anything runs.
+pg_status run(pg_strategy *s, const CollArgs &args, pg_status local);
+pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out);
+
+pg_status work_wait(pg_work *w, double timeout_s);
+pg_status work_test(pg_work *w, int *done);
+pg_status work_free(pg_work *w);
+
+}  // namespace pg

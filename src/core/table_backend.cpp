@@ -1,0 +1,119 @@
+#include "core/table_backend.h"
+
+#include <mpi.h>
+
+#include "core/status.h"
+
+namespace pg {
+namespace {
+
+// Backends cannot set pg_last_error(), so the library words their failures.
+pg_status checked(const pg_backend_ops &ops, const char *what, pg_status st) {
+  if (st == PG_OK || st == PG_ERR_UNSUPPORTED) return st;
+  if (st < PG_OK || st > PG_ERR_INTERNAL)
+    return fail(PG_ERR_BACKEND, "backend '%s': %s returned %d, which is not a pg_status", ops.name,
+                what, static_cast<int>(st));
+  return fail(st, "backend '%s': %s failed with %s", ops.name, what, status_name(st));
+}
+
+class TableRequest final : public Request {
+ public:
+  TableRequest(const pg_backend_ops &ops, void *state, void *request)
+      : ops_(ops), state_(state), request_(request) {}
+  ~TableRequest() override { ops_.request_free(state_, request_); }
+  pg_status test(bool *done) override {
+    int finished = 0;
+    pg_status st = ops_.test(state_, request_, &finished);
+    *done = finished != 0 || st != PG_OK;
+    return checked(ops_, "test", st);
+  }
+
+ private:
+  const pg_backend_ops &ops_;
+  void *state_;
+  void *request_;
+};
+
+class TableBackend final : public Backend {
+ public:
+  TableBackend(const pg_backend_ops &ops, void *state) : ops_(ops), state_(state) {}
+
+  ~TableBackend() override {
+    // After MPI_Finalize the backend could only fail in MPI; its state is left.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (ops_.destroy && !finalized) ops_.destroy(state_);
+  }
+
+  bool implements(Coll coll) const override {
+    switch (coll) {
+      case Coll::allreduce: return ops_.allreduce;
+      case Coll::broadcast: return ops_.broadcast;
+      case Coll::reduce: return ops_.reduce;
+      case Coll::allgather: return ops_.allgather;
+      case Coll::reduce_scatter: return ops_.reduce_scatter;
+      case Coll::alltoall: return ops_.alltoall;
+      case Coll::gather: return ops_.gather;
+      case Coll::scatter: return ops_.scatter;
+      case Coll::barrier: return ops_.barrier;
+      case Coll::send: return ops_.send;
+      case Coll::recv: return ops_.recv;
+      case Coll::sendrecv: return false;  // composed by the library from send and recv
+    }
+    return false;
+  }
+
+  pg_status run(const CollArgs &a) override {
+    pg_status st = PG_ERR_UNSUPPORTED;
+    switch (a.coll) {
+      case Coll::allreduce: st = ops_.allreduce(state_, a.send, a.recv, a.count, a.dtype, a.op); break;
+      case Coll::broadcast: st = ops_.broadcast(state_, a.recv, a.count, a.dtype, a.root); break;
+      case Coll::reduce: st = ops_.reduce(state_, a.send, a.recv, a.count, a.dtype, a.op, a.root); break;
+      case Coll::allgather: st = ops_.allgather(state_, a.send, a.recv, a.count, a.dtype); break;
+      case Coll::reduce_scatter:
+        st = ops_.reduce_scatter(state_, a.send, a.recv, a.count, a.dtype, a.op);
+        break;
+      case Coll::alltoall: st = ops_.alltoall(state_, a.send, a.recv, a.count, a.dtype); break;
+      case Coll::gather: st = ops_.gather(state_, a.send, a.recv, a.count, a.dtype, a.root); break;
+      case Coll::scatter: st = ops_.scatter(state_, a.send, a.recv, a.count, a.dtype, a.root); break;
+      case Coll::barrier: st = ops_.barrier(state_); break;
+      case Coll::send: st = ops_.send(state_, a.send, a.count, a.dtype, a.root, a.tag); break;
+      case Coll::recv: st = ops_.recv(state_, a.recv, a.count, a.dtype, a.root, a.tag); break;
+      case Coll::sendrecv: break;
+    }
+    return checked(ops_, coll_name(a.coll), st);
+  }
+
+  pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
+    if (a.coll != Coll::allreduce || !ops_.iallreduce) return PG_ERR_UNSUPPORTED;
+    void *request = nullptr;
+    pg_status st = ops_.iallreduce(state_, a.send, a.recv, a.count, a.dtype, a.op, &request);
+    if (st != PG_OK) return checked(ops_, "iallreduce", st);
+    *out = std::make_unique<TableRequest>(ops_, state_, request);
+    return PG_OK;
+  }
+
+  pg_status set_stream(void *stream) override {
+    if (!ops_.set_stream) return PG_ERR_UNSUPPORTED;
+    return checked(ops_, "set_stream", ops_.set_stream(state_, stream));
+  }
+
+ private:
+  const pg_backend_ops &ops_;  // the registry's copy, never freed
+  void *state_;
+};
+
+}  // namespace
+
+pg_status make_table_backend(const pg_backend_ops &ops, const pg_backend_context &ctx,
+                             std::unique_ptr<Backend> *out) {
+  void *state = nullptr;
+  pg_status st = ops.create(&ctx, ops.user_data, &state);
+  if (st == PG_ERR_UNSUPPORTED)
+    return fail(st, "backend '%s': create failed with PG_ERR_UNSUPPORTED", ops.name);
+  if (st != PG_OK) return checked(ops, "create", st);
+  *out = std::make_unique<TableBackend>(ops, state);
+  return PG_OK;
+}
+
+}  // namespace pg

@@ -1,0 +1,142 @@
+#include "core/validate.h"
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/strategy.h"
+
+namespace pg {
+namespace {
+
+struct Checker {
+  const char *fn;
+  const pg_strategy *s;
+  const CollArgs &a;
+  std::size_t esize = 0;
+
+  pg_status bytes(std::size_t count, std::size_t blocks, std::size_t *out) const {
+    if (count != 0 && (blocks > SIZE_MAX / count || count * blocks > SIZE_MAX / esize))
+      return fail(PG_ERR_INVALID_ARGUMENT, "%s: count %zu of %s overflows size_t", fn, a.count,
+                  dtype_name(a.dtype));
+    *out = count * blocks * esize;
+    return PG_OK;
+  }
+
+  pg_status buffer(const void *p, std::size_t bytes, const char *name) const {
+    if (!p && bytes > 0)
+      return fail(PG_ERR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", fn, name, a.count);
+    return PG_OK;
+  }
+
+  pg_status rank(int r, const char *what) const {
+    if (r < 0 || r >= s->size)
+      return fail(PG_ERR_INVALID_ARGUMENT, "%s: %s %d is out of range for %d ranks (0..%d)", fn,
+                  what, r, s->size, s->size - 1);
+    return PG_OK;
+  }
+
+  // Send and receive buffers may share memory only in the in-place layout.
+  pg_status overlap(const void *send, std::size_t sbytes, const void *recv, std::size_t rbytes,
+                    bool in_place, const char *layout) const {
+    if (in_place || sbytes == 0 || rbytes == 0) return PG_OK;
+    auto sp = reinterpret_cast<std::uintptr_t>(send), rp = reinterpret_cast<std::uintptr_t>(recv);
+    if (sp < rp + rbytes && rp < sp + sbytes)
+      return fail(PG_ERR_INVALID_ARGUMENT,
+                  "%s: the send and receive buffers overlap; in place means %s", fn, layout);
+    return PG_OK;
+  }
+};
+
+}  // namespace
+
+pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
+  if (!valid_dtype(a.dtype))
+    return fail(PG_ERR_INVALID_ARGUMENT, "%s: dtype %d is not a pg_dtype (PG_INT8..PG_FLOAT64)", fn,
+                static_cast<int>(a.dtype));
+  const bool reduces = a.coll == Coll::allreduce || a.coll == Coll::reduce || a.coll == Coll::reduce_scatter;
+  if (reduces) {
+    if (!valid_op(a.op))
+      return fail(PG_ERR_INVALID_ARGUMENT, "%s: op %d is not a pg_op (PG_SUM..PG_BXOR)", fn,
+                  static_cast<int>(a.op));
+    if (!op_supported(a.dtype, a.op))
+      return fail(PG_ERR_UNSUPPORTED, "%s: op %s is not defined on %s (%s)", fn, op_name(a.op),
+                  dtype_name(a.dtype),
+                  a.op == PG_AVG ? "avg is for floating types only"
+                                 : "bitwise ops are for integer types only");
+  }
+  Checker c{fn, s, a, dtype_size(a.dtype)};
+  const std::size_t p = static_cast<std::size_t>(s->size);
+  const bool root = a.root == s->rank;
+  std::size_t one = 0, all = 0;
+  PG_CHECK(c.bytes(a.count, 1, &one));
+  PG_CHECK(c.bytes(a.count, p, &all));
+  const char *send = static_cast<const char *>(a.send);
+  char *recv = static_cast<char *>(a.recv);
+
+  switch (a.coll) {
+    case Coll::allreduce:
+      PG_CHECK(c.buffer(a.send, one, "sendbuf"));
+      PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
+      return c.overlap(send, one, recv, one, send == recv, "sendbuf == recvbuf");
+    case Coll::broadcast:
+      PG_CHECK(c.rank(a.root, "root"));
+      return c.buffer(a.recv, one, "buf");
+    case Coll::reduce:
+      PG_CHECK(c.rank(a.root, "root"));
+      PG_CHECK(c.buffer(a.send, one, "sendbuf"));
+      if (!root) return PG_OK;
+      PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
+      return c.overlap(send, one, recv, one, send == recv, "sendbuf == recvbuf at the root");
+    case Coll::allgather:
+      PG_CHECK(c.buffer(a.send, one, "sendbuf"));
+      PG_CHECK(c.buffer(a.recv, all, "recvbuf"));
+      return c.overlap(send, one, recv, all, recv && send == recv + s->rank * one,
+                       "sendbuf == recvbuf + rank*sendcount*size");
+    case Coll::reduce_scatter:
+      PG_CHECK(c.buffer(a.send, all, "sendbuf"));
+      PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
+      return c.overlap(send, all, recv, one, send && recv == send + s->rank * one,
+                       "recvbuf == sendbuf + rank*recvcount*size");
+    case Coll::alltoall:
+      PG_CHECK(c.buffer(a.send, all, "sendbuf"));
+      PG_CHECK(c.buffer(a.recv, all, "recvbuf"));
+      return c.overlap(send, all, recv, all, send == recv, "sendbuf == recvbuf");
+    case Coll::gather:
+      PG_CHECK(c.rank(a.root, "root"));
+      PG_CHECK(c.buffer(a.send, one, "sendbuf"));
+      if (!root) return PG_OK;
+      PG_CHECK(c.buffer(a.recv, all, "recvbuf"));
+      return c.overlap(send, one, recv, all, recv && send == recv + a.root * one,
+                       "sendbuf == recvbuf + root*sendcount*size at the root");
+    case Coll::scatter:
+      PG_CHECK(c.rank(a.root, "root"));
+      PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
+      if (!root) return PG_OK;
+      PG_CHECK(c.buffer(a.send, all, "sendbuf"));
+      return c.overlap(send, all, recv, one, send && recv == send + a.root * one,
+                       "recvbuf == sendbuf + root*recvcount*size at the root");
+    case Coll::barrier:
+      return PG_OK;
+    case Coll::send:
+    case Coll::recv:
+      PG_CHECK(c.rank(a.root, "peer"));
+      if (a.tag < 0 || a.tag > s->tag_ub)
+        return fail(PG_ERR_INVALID_ARGUMENT, "%s: tag %d is out of range (0..%d)", fn, a.tag, s->tag_ub);
+      return c.buffer(a.coll == Coll::send ? a.send : a.recv, one, "buf");
+    case Coll::sendrecv: {
+      PG_CHECK(c.rank(a.root, "dest"));
+      PG_CHECK(c.rank(a.source, "source"));
+      if (a.tag < 0 || a.tag > s->tag_ub)
+        return fail(PG_ERR_INVALID_ARGUMENT, "%s: tag %d is out of range (0..%d)", fn, a.tag, s->tag_ub);
+      std::size_t rbytes = 0;
+      PG_CHECK(c.bytes(a.recv_count, 1, &rbytes));
+      PG_CHECK(c.buffer(a.send, one, "sendbuf"));
+      PG_CHECK(c.buffer(a.recv, rbytes, "recvbuf"));
+      return c.overlap(send, one, recv, rbytes, false, "nothing: sendrecv has no in-place form");
+    }
+  }
+  return fail(PG_ERR_INTERNAL, "%s: unknown operation", fn);
+}
+
+}  // namespace pg

@@ -1,0 +1,14 @@
+// Argument checks of every operation, before a backend sees it.
+#pragma once
+
+#include "core/backend.h"
+
+struct pg_strategy;
+
+namespace pg {
+
+// PG_ERR_INVALID_ARGUMENT (or PG_ERR_UNSUPPORTED for a dtype/op pair that does
+// not exist) with a message that starts with `fn`. Local.
+pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a);
+
+}  // namespace pg

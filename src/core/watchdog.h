@@ -1,0 +1,24 @@
+// PGS_TIMEOUT: a collective that has not finished in time is reported and the
+// job aborted, because the user asked for it.
+#pragma once
+
+#include <string>
+
+#include "core/backend.h"
+
+struct pg_strategy;
+
+namespace pg::watchdog {
+
+// Marks the start and end of a collective on s (no-ops when PGS_TIMEOUT is off).
+// At MPI_THREAD_MULTIPLE a watchdog thread watches the marks and aborts.
+void begin(pg_strategy *s, Coll coll);
+void end(pg_strategy *s);
+// Below MPI_THREAD_MULTIPLE the calling thread polls instead: true when the
+// collective in flight on s is past its deadline.
+bool expired(const pg_strategy *s);
+// Reports the hung collective and aborts the job (ncclCommAbort is the
+// backend's destroy; then MPI_Abort). Never returns.
+[[noreturn]] void abort_job(pg_strategy *s);
+
+}  // namespace pg::watchdog

@@ -1,0 +1,60 @@
+#include "topology/layout.h"
+
+#include "core/status.h"
+
+namespace pg::topology {
+
+pg_status build_layout(MPI_Comm comm, int ranks_per_node, Layout *out) {
+  Layout l;
+  int rank = 0, size = 0;
+  PG_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  PG_MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (ranks_per_node > 0)
+    PG_MPI_CHECK(MPI_Comm_split(comm, rank / ranks_per_node, rank, &l.node_comm));
+  else
+    PG_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &l.node_comm));
+  PG_MPI_CHECK(MPI_Comm_set_errhandler(l.node_comm, MPI_ERRORS_RETURN));
+  PG_MPI_CHECK(MPI_Comm_rank(l.node_comm, &l.local_rank));
+  PG_MPI_CHECK(MPI_Comm_size(l.node_comm, &l.local_size));
+
+  // Nodes are numbered by their lowest rank: node leaders rank themselves.
+  MPI_Comm leaders = MPI_COMM_NULL;
+  PG_MPI_CHECK(MPI_Comm_split(comm, l.local_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders));
+  int node[2] = {0, 0};  // node rank, node count
+  if (leaders != MPI_COMM_NULL) {
+    MPI_Comm_rank(leaders, &node[0]);
+    MPI_Comm_size(leaders, &node[1]);
+    MPI_Comm_free(&leaders);
+  }
+  PG_MPI_CHECK(MPI_Bcast(node, 2, MPI_INT, 0, l.node_comm));
+  l.node_rank = node[0];
+  l.node_count = node[1];
+
+  PG_MPI_CHECK(MPI_Comm_split(comm, l.local_rank, l.node_rank, &l.rail_comm));
+  PG_MPI_CHECK(MPI_Comm_set_errhandler(l.rail_comm, MPI_ERRORS_RETURN));
+
+  int sizes[2] = {l.local_size, -l.local_size}, extremes[2];
+  PG_MPI_CHECK(MPI_Allreduce(sizes, extremes, 2, MPI_INT, MPI_MAX, comm));
+  l.irregular = extremes[0] != -extremes[1];
+  *out = l;
+  return PG_OK;
+}
+
+pg_status dup_layout(const Layout &in, Layout *out) {
+  Layout l = in;
+  l.node_comm = l.rail_comm = MPI_COMM_NULL;
+  PG_MPI_CHECK(MPI_Comm_dup(in.node_comm, &l.node_comm));
+  if (MPI_Comm_dup(in.rail_comm, &l.rail_comm) != MPI_SUCCESS) {
+    MPI_Comm_free(&l.node_comm);
+    return fail(PG_ERR_BACKEND, "MPI_Comm_dup of the rail communicator failed");
+  }
+  *out = l;
+  return PG_OK;
+}
+
+void free_layout(Layout *layout) {
+  if (layout->node_comm != MPI_COMM_NULL) MPI_Comm_free(&layout->node_comm);
+  if (layout->rail_comm != MPI_COMM_NULL) MPI_Comm_free(&layout->rail_comm);
+}
+
+}  // namespace pg::topology
