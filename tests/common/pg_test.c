@@ -40,6 +40,7 @@ void pg_test_step(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(step, sizeof step, fmt, ap);
   va_end(ap);
+  if (getenv("PG_TEST_VERBOSE")) fprintf(stderr, "step: %s\n", step);
 }
 
 int pg_test_check(int cond, const char *file, int line, const char *fmt, ...) {

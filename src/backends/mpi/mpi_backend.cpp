@@ -166,9 +166,17 @@ class MpiBackend final : public Backend {
         return PG_OK;
       }
       case Coll::reduce: {
-        const bool root = rank_ == a.root, in_place = root && a.send == a.recv;
+        const bool root = rank_ == a.root;
+        // MPICH 4.0.2 crashes in MPI_Reduce with MPI_IN_PLACE at the root (its
+        // reduce-scatter-gather algorithm, non-power-of-two sizes): the root
+        // reduces from a copy of its input instead.
+        if (root && a.send == a.recv) {
+          std::vector<char> &copy = steps->stage(a.count * esize);
+          std::memcpy(copy.data(), a.send, a.count * esize);
+          send = copy.data();
+        }
         for (std::size_t off = 0; off < a.count; off += chunk_)
-          PG_MPI_CALL(nb, MPI_Reduce, MPI_Ireduce, in_place ? MPI_IN_PLACE : send + off * esize,
+          PG_MPI_CALL(nb, MPI_Reduce, MPI_Ireduce, send + off * esize,
                       root ? recv + off * esize : nullptr, len(a.count, off), type, op, a.root, comm_);
         if (a.op == PG_AVG && root) average(a.recv, a.count);
         return PG_OK;

@@ -1,0 +1,61 @@
+// Check macros for CUDA runtime and NCCL calls (NCCL's checks.h habit): a
+// failing call returns early with the library's own error text in
+// pg_last_error(), and where it failed.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "core/status.h"
+
+namespace pg::nccl {
+
+// A CUDA runtime error as PG_ERR_BACKEND with cudaGetErrorName/String. Clears
+// the runtime's last error so a non-sticky error does not reach later calls.
+pg_status cuda_failure(cudaError_t error, const char *call, const char *file, int line);
+
+// An NCCL error with ncclGetErrorString and ncclGetLastError(comm) (comm may be
+// NULL). ncclInvalidArgument, which NCCL reports before it communicates, is
+// PG_ERR_INVALID_ARGUMENT (a host pointer given as a device buffer, say); every
+// other error is PG_ERR_BACKEND.
+pg_status nccl_failure(ncclResult_t result, ncclComm_t comm, const char *call, const char *file,
+                       int line);
+
+// Makes `device` current for the guard's lifetime and restores the caller's
+// device afterwards, so the library never changes it behind the caller's back.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard &) = delete;
+  DeviceGuard &operator=(const DeviceGuard &) = delete;
+  // cudaSuccess, or the error of switching.
+  cudaError_t error() const { return error_; }
+
+ private:
+  int previous_ = -1;
+  bool switched_ = false;
+  cudaError_t error_ = cudaSuccess;
+};
+
+}  // namespace pg::nccl
+
+#define PG_CUDA_CHECK(call)                                                        \
+  do {                                                                             \
+    cudaError_t pg_cuda_error_ = (call);                                           \
+    if (pg_cuda_error_ != cudaSuccess)                                             \
+      return ::pg::nccl::cuda_failure(pg_cuda_error_, #call, __FILE__, __LINE__);  \
+  } while (0)
+
+#define PG_NCCL_CHECK(comm, call)                                                          \
+  do {                                                                                     \
+    ncclResult_t pg_nccl_result_ = (call);                                                 \
+    if (pg_nccl_result_ != ncclSuccess)                                                    \
+      return ::pg::nccl::nccl_failure(pg_nccl_result_, (comm), #call, __FILE__, __LINE__); \
+  } while (0)
+
+// Switches to `device` until the end of the scope, or returns the error.
+#define PG_CUDA_DEVICE_GUARD(var, device)                                            \
+  ::pg::nccl::DeviceGuard var(device);                                               \
+  if (var.error() != cudaSuccess)                                                    \
+  return ::pg::nccl::cuda_failure(var.error(), "cudaSetDevice", __FILE__, __LINE__)
