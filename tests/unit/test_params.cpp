@@ -1,0 +1,97 @@
+// Environment grammar (docs/env.md): good values parse, bad ones fail naming
+// the variable and the value.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/params.h"
+#include "core/status.h"
+
+using namespace pg::params;
+
+TEST(Params, BackendSingleNameAndMap) {
+  BackendChoice c;
+  ASSERT_EQ(parse_backend("PGS_BACKEND", "gloo", &c), PG_OK);
+  EXPECT_EQ(c.cpu, "gloo");
+  EXPECT_EQ(c.cuda, "gloo");
+  ASSERT_EQ(parse_backend("PGS_BACKEND", "cpu:mpi,cuda:fairring", &c), PG_OK);
+  EXPECT_EQ(c.cpu, "mpi");
+  EXPECT_EQ(c.cuda, "fairring");
+  ASSERT_EQ(parse_backend("PGS_BACKEND", "cuda:nccl", &c), PG_OK);
+  EXPECT_EQ(c.cpu, "");  // missing device: its default
+  ASSERT_EQ(parse_backend("PGS_BACKEND", "", &c), PG_OK);
+  EXPECT_EQ(c.cpu, "");
+}
+
+TEST(Params, BackendMalformed) {
+  BackendChoice c;
+  for (const char *bad : {"cpu:", ":mpi", "cpu:mpi,", "cpu:mpi,,cuda:nccl", "gpu:nccl", "cpu:mpi,cpu:gloo",
+                          "cpu:MPI", "cpu :mpi", "mpi gloo", "cpu:mpi;cuda:nccl", "a/b"}) {
+    EXPECT_EQ(parse_backend("PGS_BACKEND", bad, &c), PG_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(pg::last_error().find("PGS_BACKEND"), std::string::npos) << bad;
+    EXPECT_NE(pg::last_error().find(bad), std::string::npos) << pg::last_error();
+  }
+}
+
+TEST(Params, Sizes) {
+  std::size_t v = 0;
+  ASSERT_EQ(parse_size("X", "4096", &v), PG_OK);
+  EXPECT_EQ(v, 4096u);
+  ASSERT_EQ(parse_size("X", "4K", &v), PG_OK);
+  EXPECT_EQ(v, 4096u);
+  ASSERT_EQ(parse_size("X", "6M", &v), PG_OK);
+  EXPECT_EQ(v, 6u << 20);
+  ASSERT_EQ(parse_size("X", "2G", &v), PG_OK);
+  EXPECT_EQ(v, std::size_t(2) << 30);
+  for (const char *bad : {"", "K", "4k", "4KB", "-1", "1.5M", " 4", "99999999999999999999", "17179869184G"})
+    EXPECT_EQ(parse_size("PGS_FAIRRING_SLICE_BYTES", bad, &v), PG_ERR_INVALID_ARGUMENT) << bad;
+}
+
+TEST(Params, IntegersSecondsLevels) {
+  int i = 0;
+  EXPECT_EQ(parse_positive_int("PGS_RANKS_PER_NODE", "8", &i), PG_OK);
+  EXPECT_EQ(i, 8);
+  for (const char *bad : {"0", "-2", "abc", "2x", "", "3000000000"})
+    EXPECT_EQ(parse_positive_int("PGS_RANKS_PER_NODE", bad, &i), PG_ERR_INVALID_ARGUMENT) << bad;
+  EXPECT_NE(pg::last_error().find("PGS_RANKS_PER_NODE"), std::string::npos);
+  double s = -1;
+  EXPECT_EQ(parse_seconds("PGS_TIMEOUT", "0", &s), PG_OK);
+  EXPECT_EQ(s, 0);
+  EXPECT_EQ(parse_seconds("PGS_TIMEOUT", "1.5", &s), PG_OK);
+  EXPECT_EQ(s, 1.5);
+  for (const char *bad : {"-1", "nan", "inf", "1s", " 1", "", "1e999"})
+    EXPECT_EQ(parse_seconds("PGS_TIMEOUT", bad, &s), PG_ERR_INVALID_ARGUMENT) << bad;
+  LogLevel l;
+  EXPECT_EQ(parse_log_level("PGS_LOG", "debug", &l), PG_OK);
+  EXPECT_EQ(l, LogLevel::debug);
+  EXPECT_EQ(parse_log_level("PGS_LOG", "DEBUG", &l), PG_ERR_INVALID_ARGUMENT);
+}
+
+TEST(Params, PluginPath) {
+  std::vector<std::string> dirs;
+  ASSERT_EQ(parse_plugin_path("PGS_PLUGIN_PATH", "/a:/b/c", &dirs), PG_OK);
+  EXPECT_EQ(dirs, (std::vector<std::string>{"/a", "/b/c"}));
+  for (const char *bad : {"/a::/b", "rel", "/a:rel", ":/a", "/a:"}) {
+    EXPECT_EQ(parse_plugin_path("PGS_PLUGIN_PATH", bad, &dirs), PG_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(pg::last_error().find("PGS_PLUGIN_PATH"), std::string::npos);
+  }
+}
+
+TEST(Params, ReadFromEnvironment) {
+  Settings s;
+  setenv("PGS_FAIRRING_INFLIGHT", "3", 1);
+  setenv("PGS_BIND", "numa", 1);
+  ASSERT_EQ(read(&s), PG_OK);
+  EXPECT_EQ(s.fairring_inflight, 3);
+  EXPECT_EQ(s.bind, Bind::numa);
+  setenv("PGS_BIND", "socket", 1);
+  EXPECT_EQ(read(&s), PG_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(pg::last_error().find("PGS_BIND='socket'"), std::string::npos) << pg::last_error();
+  setenv("PGS_BIND", "", 1);  // empty means unset
+  EXPECT_EQ(read(&s), PG_OK);
+  setenv("PGS_DEBUG", "yes", 1);
+  EXPECT_EQ(read(&s), PG_ERR_INVALID_ARGUMENT);
+  unsetenv("PGS_DEBUG");
+  unsetenv("PGS_BIND");
+  unsetenv("PGS_FAIRRING_INFLIGHT");
+}

@@ -1,0 +1,71 @@
+// Device parsing, selection precedence, status names, fp16/bf16 rounding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "core/half.h"
+#include "core/selection.h"
+#include "core/status.h"
+
+using namespace pg;
+
+TEST(Device, Parse) {
+  Device d;
+  ASSERT_EQ(parse_device("cpu", &d), PG_OK);
+  EXPECT_FALSE(d.cuda);
+  ASSERT_EQ(parse_device("cuda", &d), PG_OK);
+  EXPECT_TRUE(d.cuda);
+  EXPECT_EQ(d.index, -1);
+  ASSERT_EQ(parse_device("cuda:7", &d), PG_OK);
+  EXPECT_EQ(d.index, 7);
+  for (const char *bad : {"", "CPU", "gpu", "cuda:", "cuda:-1", "cuda:1x", "cuda1", "cpu:0", "cuda:99999999999"}) {
+    EXPECT_EQ(parse_device(bad, &d), PG_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(last_error().find(std::string("'") + bad + "'"), std::string::npos) << last_error();
+  }
+  EXPECT_EQ(parse_device(nullptr, &d), PG_ERR_INVALID_ARGUMENT);
+}
+
+TEST(Selection, Precedence) {
+  params::Settings s;
+  Device cpu, cuda;
+  cuda.cuda = true;
+  EXPECT_EQ(select_backend(cpu, nullptr, s).backend, "mpi");
+  EXPECT_EQ(select_backend(cpu, nullptr, s).rule, "device default");
+  EXPECT_EQ(select_backend(cuda, "", s).backend, "nccl");
+  s.backend.cuda = "fairring";
+  EXPECT_EQ(select_backend(cuda, nullptr, s).backend, "fairring");
+  EXPECT_EQ(select_backend(cuda, nullptr, s).rule, "PGS_BACKEND");
+  EXPECT_EQ(select_backend(cpu, nullptr, s).backend, "mpi");  // not in the map: default
+  EXPECT_EQ(select_backend(cuda, "gloo", s).backend, "gloo");
+  EXPECT_EQ(select_backend(cuda, "gloo", s).rule, "argument");
+}
+
+TEST(Status, EveryValueHasItsName) {
+  const char *names[] = {"PG_OK", "PG_ERR_INVALID_ARGUMENT", "PG_ERR_UNKNOWN_BACKEND", "PG_ERR_UNSUPPORTED",
+                         "PG_ERR_UNAVAILABLE", "PG_ERR_BACKEND", "PG_ERR_TIMEOUT", "PG_ERR_MISMATCH",
+                         "PG_ERR_PLUGIN", "PG_ERR_STATE", "PG_ERR_NO_MEMORY", "PG_ERR_INTERNAL"};
+  for (int i = 0; i <= PG_ERR_INTERNAL; ++i) EXPECT_STREQ(pg_status_name(pg_status(i)), names[i]);
+  EXPECT_STREQ(pg_status_name(pg_status(-1)), "PG_STATUS_UNKNOWN");
+  EXPECT_STREQ(pg_status_name(pg_status(12)), "PG_STATUS_UNKNOWN");
+}
+
+TEST(Status, LastErrorIsPerThreadAndKeptOnSuccess) {
+  fail(PG_ERR_STATE, "here %d", 1);
+  std::string other;
+  std::thread([&] { other = pg_last_error(); }).join();
+  EXPECT_EQ(other, "");
+  EXPECT_STREQ(pg_last_error(), "here 1");
+}
+
+TEST(Half, RoundTripAndRounding) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f})
+    EXPECT_EQ(half_to_float(float_to_half(f)), f) << f;
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);  // rounds to infinity
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), float_to_half(1.0f));  // tie to even
+  EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3c02);
+  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
+  for (float f : {0.0f, 1.0f, -3.0f, 256.0f, std::ldexp(1.0f, 100)}) EXPECT_EQ(bf16_to_float(float_to_bf16(f)), f) << f;
+  EXPECT_EQ(float_to_bf16(1.0f + 1.0f / 256), float_to_bf16(1.0f));  // tie to even
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+}
