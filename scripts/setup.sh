@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the build needs (Debian/Ubuntu packages, only those missing),
+# then configures and builds pgstrategy in ./build. Sourced by run-demo.sh and
+# run-tests.sh; BUILD_DIR and extra CMake options (CMAKE_ARGS) may be set.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(build-essential cmake pkg-config gfortran mpich libmpich-dev hwloc libhwloc-dev
+          libgtest-dev libgmock-dev googletest libgloo-dev python3-matplotlib)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+BUILD_DIR=${BUILD_DIR:-build}
+echo "== configuring and building in $BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CMAKE_ARGS:-} >"$BUILD_DIR.configure.log" 2>&1 ||
+  { cat "$BUILD_DIR.configure.log"; exit 1; }
+grep -E "^-- pgstrategy" "$BUILD_DIR.configure.log" || true
+cmake --build "$BUILD_DIR" -j"$(nproc)"
