@@ -156,6 +156,34 @@ static void check_fallbacks(pg_strategy *g) {
                 "describe should list exactly what gloo lacks: %s", text);
 }
 
+/* PGS_GLOO_IFACE picks the interface; a bad one fails create on every rank. */
+static void check_iface(pg_strategy *m) {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  pg_strategy *s = NULL;
+  pg_test_step("PGS_GLOO_IFACE=lo");
+  setenv("PGS_GLOO_IFACE", "lo", 1);
+  PG_CHECK_STATUS(pg_strategy_create("cpu", "gloo", &s), PG_OK);
+  if (s) {
+    compare_allreduce(s, m, PG_FLOAT64, PG_SUM, 1000, 0);
+    PG_CHECK_STATUS(pg_strategy_destroy(s), PG_OK);
+    s = NULL;
+  }
+  if (size > 1) { /* one rank needs no connection at all */
+    pg_test_step("PGS_GLOO_IFACE=no_such_iface9");
+    setenv("PGS_GLOO_IFACE", "no_such_iface9", 1);
+    pg_status rc = pg_strategy_create("cpu", "gloo", &s);
+    PG_CHECK_TRUE(rc == PG_ERR_BACKEND, "create on a missing interface: %s: %s", pg_status_name(rc),
+                  pg_last_error());
+    PG_CHECK_TRUE(s == NULL, "no strategy on failure");
+    int mine = (int)rc, lo = 0, hi = 0;
+    MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    PG_CHECK_TRUE(lo == hi, "ranks returned different statuses (%d..%d)", lo, hi);
+  }
+  unsetenv("PGS_GLOO_IFACE");
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   pg_test_watchdog("test_plugin_gloo");
@@ -190,6 +218,7 @@ int main(int argc, char **argv) {
     }
     MPI_Comm_free(&reversed);
     compare_allreduce(g, m, PG_INT64, PG_SUM, 4097, 1);
+    check_iface(m);
   }
   PG_CHECK_STATUS(pg_strategy_destroy(g), PG_OK);
   PG_CHECK_STATUS(pg_strategy_destroy(m), PG_OK);
