@@ -323,10 +323,12 @@ std::string describe_gpu(const Machine &m, const Gpu &gpu) {
 }
 
 std::string describe_machine(const Machine &m) {
-  std::string s = m.source + ": " + std::to_string(m.packages) + " packages, " +
-                  std::to_string(m.cores) + " cores, " + std::to_string(m.numa.size()) +
-                  " NUMA nodes, " + std::to_string(m.gpus.size()) + " GPUs, " +
-                  std::to_string(m.nics.size()) + " NICs";
+  auto count = [](std::size_t n, const char *what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  std::string s = m.source + ": " + count(m.packages, "package") + ", " +
+                  count(m.cores, "core") + ", " + count(m.numa.size(), "NUMA node") + ", " +
+                  count(m.gpus.size(), "GPU") + ", " + count(m.nics.size(), "NIC");
   if (!m.nics.empty()) {
     s += " (";
     for (std::size_t i = 0; i < m.nics.size(); ++i) {

@@ -8,6 +8,19 @@
 
 namespace pg::topology {
 
+const Nic *nic_for_rank(const Machine &machine, const Gpu *gpu, const Binding &binding) {
+  if (gpu) return gpu->nearest_nic >= 0 ? &machine.nics[gpu->nearest_nic] : nullptr;
+  bool any_openfabrics = false;
+  for (const Nic &n : machine.nics) any_openfabrics |= n.openfabrics;
+  const Nic *nic = nullptr;
+  for (const Nic &n : machine.nics) {
+    if (any_openfabrics && !n.openfabrics) continue;
+    if (!nic || (binding.numa >= 0 && n.numa == binding.numa && nic->numa != binding.numa))
+      nic = &n;
+  }
+  return nic;
+}
+
 pg_status prepare_rank(const params::Settings &settings, const Layout &layout, int cuda_index,
                        std::string *report) {
   report->clear();
@@ -40,15 +53,7 @@ pg_status prepare_rank(const params::Settings &settings, const Layout &layout, i
     r += gpu ? " " + describe_gpu(*machine, *gpu)
              : std::string(" (not in the hwloc topology: no NUMA or NIC locality)");
   } else {
-    // A CPU rank's NIC: the first rail NIC on its NUMA node, else the first.
-    const Nic *nic = nullptr;
-    bool any_openfabrics = false;
-    for (const Nic &n : machine->nics) any_openfabrics |= n.openfabrics;
-    for (const Nic &n : machine->nics) {
-      if (any_openfabrics && !n.openfabrics) continue;
-      if (!nic || (binding.numa >= 0 && n.numa == binding.numa && nic->numa != binding.numa))
-        nic = &n;
-    }
+    const Nic *nic = nic_for_rank(*machine, nullptr, binding);
     r += nic ? " nic=" + nic->name : std::string(" nic=none");
   }
   if (machine->from_xml) r += " topology=" + settings.topology_xml;

@@ -140,6 +140,11 @@ std::string current_cpubind();
 
 std::string describe_binding(const Binding &binding);
 
+// The NIC a rank would use: its GPU's nearest NIC; for a CPU rank the first
+// rail NIC (OpenFabrics when the node has any) on its bound NUMA node, else
+// the first. NULL without NICs.
+const Nic *nic_for_rank(const Machine &machine, const Gpu *gpu, const Binding &binding);
+
 // ---------------------------------------------------------------------------
 // Launch environment
 // ---------------------------------------------------------------------------

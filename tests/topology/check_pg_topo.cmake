@@ -1,0 +1,64 @@
+# Runs pg-topo under mpiexec for one CASE and checks its exit status and output.
+#   cmake -DCASE=<case> -DNP=<n> -DMPIEXEC=<mpiexec> -DNPFLAG=-n [-DPREFLAGS=...]
+#         -DPG_TOPO=<exe> -DDATA=<tests/data> -P check_pg_topo.cmake
+foreach(var IN ITEMS PGS_RANKS_PER_NODE PGS_TOPOLOGY_XML PGS_BIND PGS_BACKEND CUDA_VISIBLE_DEVICES)
+  unset(ENV{${var}})
+endforeach()
+
+set(expect_ok TRUE)
+if(CASE STREQUAL "2x2")          # 4 ranks, 2 virtual nodes of 2
+  set(ENV{PGS_RANKS_PER_NODE} 2)
+  set(patterns
+    "rank 0: host=[^ ]+ node=0 local=0/2 "
+    "rank 1: host=[^ ]+ node=0 local=1/2 "
+    "rank 2: host=[^ ]+ node=1 local=0/2 "
+    "rank 3: host=[^ ]+ node=1 local=1/2 "
+    "device cpu: backend mpi \\(device default\\): available"
+    "device cuda: backend nccl \\(device default\\): "
+    "plan: 2 nodes x 2 ranks per node \\(regular; virtual nodes of PGS_RANKS_PER_NODE=2"
+    "node 0: ranks 0 1\n"
+    "node 1: ranks 2 3\n"
+    "rail 0: ranks 0 2\n"
+    "rail 1: ranks 1 3\n")
+elseif(CASE STREQUAL "2p1")      # 3 ranks, nodes of 2 and 1
+  set(ENV{PGS_RANKS_PER_NODE} 2)
+  set(patterns
+    "rank 2: host=[^ ]+ node=1 local=0/1 "
+    "plan: 2 nodes with 2\\+1 ranks \\(irregular"
+    "rail 0: ranks 0 2\n"
+    "rail 1: ranks 1\n")
+elseif(CASE STREQUAL "xml_numa") # the 8-GPU node from XML, bound near each GPU
+  set(ENV{PGS_RANKS_PER_NODE} 2)
+  set(ENV{PGS_TOPOLOGY_XML} ${DATA}/two_socket_8gpu_4nic.xml)
+  set(ENV{PGS_BIND} numa)
+  set(ENV{CUDA_VISIBLE_DEVICES} 5,2)
+  set(patterns
+    "2 packages, 8 cores, 2 NUMA nodes, 8 GPUs, 5 NICs"
+    "rank 0: [^\n]* bind=numa:1 cpus 4-7 [^\n]*\\[from XML, not applied\\] gpu=cuda:0 0000:84:00.0 NUMA 1 nic=mlx5_2/ib2 \\(same PCI switch\\)"
+    "rank 1: [^\n]* bind=numa:0 cpus 0-3 [^\n]*\\[from XML, not applied\\] gpu=cuda:1 0000:12:00.0 NUMA 0 nic=mlx5_1/ib1 \\(same PCI switch\\)")
+elseif(CASE STREQUAL "bad_ranks_per_node")
+  set(ENV{PGS_RANKS_PER_NODE} abc)
+  set(expect_ok FALSE)
+  set(patterns "PGS_RANKS_PER_NODE")
+elseif(CASE STREQUAL "bad_xml")
+  set(ENV{PGS_TOPOLOGY_XML} ${DATA}/no_such_topology.xml)
+  set(expect_ok FALSE)
+  set(patterns "PGS_TOPOLOGY_XML='[^']*no_such_topology.xml'")
+else()
+  message(FATAL_ERROR "unknown CASE '${CASE}'")
+endif()
+
+execute_process(COMMAND ${MPIEXEC} ${NPFLAG} ${NP} ${PREFLAGS} ${PG_TOPO}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 75)
+message("pg-topo exit status: ${rc}\n--- stdout\n${out}--- stderr\n${err}---")
+set(all "${out}${err}")
+if(expect_ok AND NOT rc STREQUAL "0")
+  message(FATAL_ERROR "pg-topo failed (${rc})")
+elseif(NOT expect_ok AND (rc STREQUAL "0" OR NOT rc MATCHES "^[0-9]+$"))
+  message(FATAL_ERROR "pg-topo should have exited non-zero (got '${rc}')")
+endif()
+foreach(p IN LISTS patterns)
+  if(NOT all MATCHES "${p}")
+    message(FATAL_ERROR "output does not match: ${p}")
+  endif()
+endforeach()
