@@ -1,0 +1,122 @@
+// What pg-bench measures: a Backend runs one collective call at a time. The
+// pgstrategy backends (any registered or plugin name) and the baselines that
+// call the underlying libraries directly (mpi-raw, gloo-raw, nccl-raw) share
+// this interface, so the sweep treats them alike.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collectives.h"
+#include "pg_strategy.h"
+
+namespace pgbench {
+
+struct Options;
+
+// One collective call, with the buffers in pg_strategy.h's layout: for an
+// in-place call `send` sits where pg_strategy.h says (allreduce, alltoall:
+// send == recv; allgather: send == recv + rank*count*size; reduce_scatter:
+// recv == send + rank*count*size). Broadcast uses `recv` only.
+struct Call {
+  Collective coll;
+  const void *send;
+  void *recv;
+  size_t count;  // the count argument of the pg_<collective> call
+  pg_dtype dtype;
+  pg_op op;
+  int root;
+  bool in_place;
+};
+
+struct SetupInfo {
+  MPI_Comm world;    // pg-bench's view of MPI_COMM_WORLD (duplicate it for own use)
+  int rank;
+  int nranks;
+  size_t max_bytes;  // largest buffer any call will use
+  bool mem_alloc;    // --mem-alloc
+};
+
+// setup() throws Unavailable when the backend cannot run here (it is skipped
+// and the reason reported) and Error for anything the user must fix.
+struct Unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Backend {
+ public:
+  explicit Backend(std::string name) : name_(std::move(name)) {}
+  virtual ~Backend() = default;
+  Backend(const Backend &) = delete;
+  Backend &operator=(const Backend &) = delete;
+
+  const std::string &name() const { return name_; }
+  // One line for the report header: what runs underneath.
+  virtual std::string description() const = 0;
+  // Local check before any collective setup: "" when this rank can run it.
+  virtual std::string probe() { return ""; }
+  // Collective over SetupInfo::world.
+  virtual void setup(const SetupInfo &info) = 0;
+  // "" when this backend runs `c` on dtype/op, else why not. Same on every rank.
+  virtual std::string unsupported(Collective c, pg_dtype dtype, pg_op op) const {
+    (void)c, (void)dtype, (void)op;
+    return "";
+  }
+
+  // Buffers. By default the sweep hands every backend the same host buffers;
+  // a backend that needs its own (device memory, pg_mem_alloc) says so and
+  // allocates them (collectively, in the same order on every rank).
+  virtual bool own_buffers() const { return false; }
+  virtual void *alloc(size_t bytes) { (void)bytes; return nullptr; }
+  virtual void release(void *ptr) { (void)ptr; }
+  // Whether the host can read and write the buffers directly; if not the
+  // sweep fills and checks through copy_in/copy_out.
+  virtual bool host_accessible() const { return true; }
+  virtual void copy_in(void *dst, const void *host, size_t bytes);
+  virtual void copy_out(void *host, const void *src, size_t bytes);
+
+  // Runs one call. Returns "" on success, else a message (local to the rank).
+  virtual std::string run(const Call &call) = 0;
+  // Waits until the work started by run() has finished (device backends).
+  virtual void synchronize() {}
+  // Collective teardown, before MPI_Finalize.
+  virtual void teardown() {}
+
+ private:
+  std::string name_;
+};
+
+// The baselines; each lives in its own file, with a stand-in that reports
+// "not built" when its library is absent from the build.
+std::unique_ptr<Backend> make_mpi_raw();
+std::unique_ptr<Backend> make_gloo_raw();
+std::unique_ptr<Backend> make_nccl_raw();
+bool gloo_raw_built();
+// A pgstrategy backend, created with pg_strategy_create("cpu", name, ...).
+std::unique_ptr<Backend> make_pg_backend(const std::string &name);
+
+// The -B default: the CPU default backend, mpi-raw, and gloo-raw when built.
+std::vector<std::string> default_backends();
+
+// Creates and sets up the backends named in `names`, in that order, agreeing
+// across ranks: one skipped anywhere is skipped everywhere, with its reason in
+// `skipped` ("name: reason"). Throws Error when one must stop the run (an
+// unknown backend name, say). Collective over info.world.
+std::vector<std::unique_ptr<Backend>> open_backends(const std::vector<std::string> &names,
+                                                    const SetupInfo &info,
+                                                    std::vector<std::string> *skipped);
+
+// Agreement helpers over `comm`: the failure of the lowest failing rank.
+// `local` is "" when this rank succeeded. Returns "" when every rank did,
+// else "rank R: message" (the same on every rank).
+std::string agree_on_failure(MPI_Comm comm, const std::string &local);
+
+}  // namespace pgbench

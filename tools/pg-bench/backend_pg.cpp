@@ -1,0 +1,94 @@
+// A pgstrategy backend — registered or loaded as a plugin — through the public
+// C API, exactly as an application calls it.
+#include <cstring>
+
+#include "backend.h"
+
+namespace pgbench {
+namespace {
+
+class PgBackend : public Backend {
+ public:
+  explicit PgBackend(const std::string &name) : Backend(name) {}
+
+  std::string description() const override { return description_; }
+
+  void setup(const SetupInfo &info) override {
+    mem_alloc_ = info.mem_alloc;
+    const pg_status st = pg_strategy_create("cpu", name().c_str(), &strategy_);
+    if (st != PG_OK) {
+      const std::string msg = std::string(pg_status_name(st)) + ": " + pg_last_error();
+      strategy_ = nullptr;
+      // A backend that exists but cannot serve the CPU here is skipped; a
+      // name the library does not know (a typo) or a broken plugin stops the run.
+      if (st == PG_ERR_UNSUPPORTED || st == PG_ERR_UNAVAILABLE) throw Unavailable(msg);
+      throw Error(msg);
+    }
+    char text[1024] = {0};
+    pg_strategy_describe(strategy_, text, sizeof text);
+    // First line of describe, then what pg-bench adds.
+    std::string first(text);
+    const auto nl = first.find('\n');
+    if (nl != std::string::npos) first.resize(nl);
+    description_ = "pgstrategy backend '" + std::string(pg_strategy_backend(strategy_)) +
+                   "' (device cpu" + (mem_alloc_ ? ", buffers from pg_mem_alloc" : "") +
+                   "): " + first;
+  }
+
+  bool own_buffers() const override { return mem_alloc_; }
+
+  void *alloc(size_t bytes) override {
+    void *p = nullptr;
+    const pg_status st = pg_mem_alloc(strategy_, bytes, &p);
+    if (st != PG_OK)
+      throw Error("pg_mem_alloc(" + std::to_string(bytes) + ") on '" + name() +
+                  "': " + pg_status_name(st) + ": " + pg_last_error());
+    return p;
+  }
+
+  void release(void *ptr) override {
+    if (ptr) pg_mem_free(strategy_, ptr);
+  }
+
+  std::string run(const Call &c) override {
+    pg_status st = PG_OK;
+    switch (c.coll) {
+      case Collective::Allreduce:
+        st = pg_allreduce(strategy_, c.send, c.recv, c.count, c.dtype, c.op);
+        break;
+      case Collective::Allgather:
+        st = pg_allgather(strategy_, c.send, c.recv, c.count, c.dtype);
+        break;
+      case Collective::ReduceScatter:
+        st = pg_reduce_scatter(strategy_, c.send, c.recv, c.count, c.dtype, c.op);
+        break;
+      case Collective::Broadcast:
+        st = pg_broadcast(strategy_, c.recv, c.count, c.dtype, c.root);
+        break;
+      case Collective::Alltoall:
+        st = pg_alltoall(strategy_, c.send, c.recv, c.count, c.dtype);
+        break;
+    }
+    if (st == PG_OK) return "";
+    return std::string("pg_") + collective_name(c.coll) + " returned " + pg_status_name(st) +
+           ": " + pg_last_error();
+  }
+
+  void teardown() override {
+    pg_strategy_destroy(strategy_);
+    strategy_ = nullptr;
+  }
+
+ private:
+  pg_strategy *strategy_ = nullptr;
+  bool mem_alloc_ = false;
+  std::string description_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_pg_backend(const std::string &name) {
+  return std::make_unique<PgBackend>(name);
+}
+
+}  // namespace pgbench
