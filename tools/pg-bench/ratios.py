@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""Ratios between backends from a pg-bench CSV, over a range of sizes.
+
+    pg-bench-ratios results.csv [--baseline mpi-raw] [--min 4K] [--max 256M]
+
+For each collective, backend and placement: per size, the median over
+repetitions of busbw(backend) / busbw(baseline), each ratio taken within one
+repetition (pg-bench interleaves backends per size, so both were measured side
+by side); then the median, minimum and maximum of those over the sizes in
+[min, max]. Time ratios are the inverses. Standard library only.
+"""
+import argparse
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+
+def size_arg(text):
+    units = {"": 0, "K": 10, "M": 20, "G": 30}
+    t = text.strip().upper().rstrip("B").rstrip("I")
+    suffix = t[-1] if t and t[-1] in "KMG" else ""
+    try:
+        return int(t[:-1] if suffix else t) << units[suffix]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad size '{text}' (examples: 8, 4K, 256M)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("--baseline", default="mpi-raw", help="backend to divide by (default mpi-raw)")
+    ap.add_argument("--min", type=size_arg, default=0, help="smallest size included (default all)")
+    ap.add_argument("--max", type=size_arg, default=1 << 62, help="largest size included")
+    args = ap.parse_args()
+
+    # time[(collective, bytes, in_place, rep)][backend] = time_us
+    times = defaultdict(dict)
+    with open(args.csv, newline="") as f:
+        for row in csv.DictReader(f):
+            nbytes = int(row["bytes"])
+            if args.min <= nbytes <= args.max:
+                key = (row["collective"], nbytes, int(row["in_place"]), row.get("rep", "0"))
+                times[key][row["backend"]] = float(row["time_us"])
+
+    # per_size[(collective, backend, in_place)][bytes] = [ratio per repetition]
+    per_size = defaultdict(lambda: defaultdict(list))
+    for (coll, nbytes, ip, _rep), by_backend in times.items():
+        base = by_backend.get(args.baseline)
+        if base is None:
+            continue
+        for backend, t in by_backend.items():
+            if backend != args.baseline and t > 0:
+                per_size[(coll, backend, ip)][nbytes].append(base / t)
+    if not per_size:
+        sys.exit(f"{args.csv}: no size in range where both '{args.baseline}' and another backend ran")
+
+    print(f"# busbw ratio to {args.baseline}: median over repetitions per size, then over sizes")
+    print(f"# {'collective':<15} {'backend':<12} {'placement':<12} {'sizes':>5} {'reps':>4} "
+          f"{'median':>7} {'min':>7} {'max':>7} {'time ratio':>10}")
+    for (coll, backend, ip), sizes in sorted(per_size.items()):
+        ratios = [statistics.median(v) for _, v in sorted(sizes.items())]
+        reps = min(len(v) for v in sizes.values())
+        med = statistics.median(ratios)
+        print(f"  {coll:<15} {backend:<12} {'in-place' if ip else 'out-of-place':<12} "
+              f"{len(ratios):>5} {reps:>4} {med:>7.3f} {min(ratios):>7.3f} {max(ratios):>7.3f} "
+              f"{1 / med:>10.3f}")
+
+
+if __name__ == "__main__":
+    main()
