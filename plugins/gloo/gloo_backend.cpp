@@ -3,9 +3,9 @@
 // operation is left NULL and runs on the default backend.
 //
 // Set-up (pg_backend_ops.create, collective over ctx->comm):
-//   1. a TCP device on 127.0.0.1 when every rank is on this host, otherwise on
-//      the interface named by PGS_GLOO_IFACE, or the address this host's name
-//      resolves to;
+//   1. a TCP device on the interface named by GLOO_SOCKET_IFNAME, else on
+//      127.0.0.1 when every rank is on this host, else on the address this
+//      host's name resolves to;
 //   2. a full mesh of TCP pairs, whose addresses are exchanged with one
 //      MPI_Alltoall on ctx->comm (MeshContext), so no file system or key-value
 //      store is needed;
@@ -164,12 +164,17 @@ bool single_host(MPI_Comm comm, int size, int *host_rank) {
   return all == 1;
 }
 
+// The interface: GLOO_SOCKET_IFNAME (PyTorch's variable for its Gloo backend;
+// of a comma-separated list the first entry is used), else loopback when every
+// rank is on this host, else the address this host's name resolves to.
 gloo::transport::tcp::attr device_attr(bool loopback, std::string *where) {
   gloo::transport::tcp::attr attr;
-  const char *iface = std::getenv("PGS_GLOO_IFACE");
-  if (iface != nullptr && iface[0] != '\0') {
+  const char *ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  std::string iface = ifname ? ifname : "";
+  iface = iface.substr(0, iface.find(','));
+  if (!iface.empty()) {
     attr.iface = iface;
-    *where = std::string("interface '") + iface + "' (PGS_GLOO_IFACE)";
+    *where = "interface '" + iface + "' (GLOO_SOCKET_IFNAME)";
   } else if (loopback) {
     attr.hostname = "127.0.0.1";
     *where = "127.0.0.1 (all ranks on one host)";
@@ -177,7 +182,7 @@ gloo::transport::tcp::attr device_attr(bool loopback, std::string *where) {
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) != 0) throw std::runtime_error("gethostname failed");
     attr.hostname = host;
-    *where = std::string("the address of host '") + host + "'";
+    *where = std::string("the address of host '") + host + "' (set GLOO_SOCKET_IFNAME to choose)";
   }
   return attr;
 }

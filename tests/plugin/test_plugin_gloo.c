@@ -156,13 +156,13 @@ static void check_fallbacks(pg_strategy *g) {
                 "describe should list exactly what gloo lacks: %s", text);
 }
 
-/* PGS_GLOO_IFACE picks the interface; a bad one fails create on every rank. */
+/* GLOO_SOCKET_IFNAME picks the interface; a bad one fails create on every rank. */
 static void check_iface(pg_strategy *m) {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   pg_strategy *s = NULL;
-  pg_test_step("PGS_GLOO_IFACE=lo");
-  setenv("PGS_GLOO_IFACE", "lo", 1);
+  pg_test_step("GLOO_SOCKET_IFNAME=lo");
+  setenv("GLOO_SOCKET_IFNAME", "lo,eth0", 1); /* the first entry is used */
   PG_CHECK_STATUS(pg_strategy_create("cpu", "gloo", &s), PG_OK);
   if (s) {
     compare_allreduce(s, m, PG_FLOAT64, PG_SUM, 1000, 0);
@@ -170,8 +170,8 @@ static void check_iface(pg_strategy *m) {
     s = NULL;
   }
   if (size > 1) { /* one rank needs no connection at all */
-    pg_test_step("PGS_GLOO_IFACE=no_such_iface9");
-    setenv("PGS_GLOO_IFACE", "no_such_iface9", 1);
+    pg_test_step("GLOO_SOCKET_IFNAME=no_such_iface9");
+    setenv("GLOO_SOCKET_IFNAME", "no_such_iface9", 1);
     pg_status rc = pg_strategy_create("cpu", "gloo", &s);
     PG_CHECK_TRUE(rc == PG_ERR_BACKEND, "create on a missing interface: %s: %s", pg_status_name(rc),
                   pg_last_error());
@@ -181,7 +181,7 @@ static void check_iface(pg_strategy *m) {
     MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     PG_CHECK_TRUE(lo == hi, "ranks returned different statuses (%d..%d)", lo, hi);
   }
-  unsetenv("PGS_GLOO_IFACE");
+  unsetenv("GLOO_SOCKET_IFNAME");
 }
 
 int main(int argc, char **argv) {
