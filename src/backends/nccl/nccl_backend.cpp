@@ -1,0 +1,438 @@
+// The nccl backend: the CUDA default. One NCCL communicator per backend
+// instance, over the ranks of the instance's MPI communicator.
+//
+// Creation (collective): make the rank's GPU current (cudaSetDevice, left
+// current afterwards), create the backend's own non-blocking stream unless the
+// strategy already has a user stream, then agree over MPI that every rank got
+// this far, broadcast rank 0's ncclUniqueId with MPI_Bcast and call
+// ncclCommInitRank. A rank that fails before NCCL's init makes every rank fail
+// (no rank is left waiting in ncclCommInitRank).
+//
+// Streams and completion:
+// - No user stream (the default): operations run on the backend's own stream.
+//   It first waits for the work already issued to the legacy default stream
+//   (and so to every blocking stream, the per-thread default streams included),
+//   so buffers written by earlier kernels there are ready. A blocking call then
+//   waits for its operation: the result is complete when the call returns. Work
+//   on a user stream created with cudaStreamNonBlocking is not waited for:
+//   synchronize it first, or hand the stream over with pg_strategy_set_stream.
+// - User stream (pg_strategy_set_stream): operations are enqueued on it and the
+//   call returns (CUDA stream semantics); the result is ready for later work on
+//   that stream, and for the host after cudaStreamSynchronize. Barrier is the
+//   exception: it waits for its stream, so it is a host-side barrier.
+//   set_stream(NULL) returns to the backend's own stream.
+// - Nonblocking calls (pg_i*) enqueue and record a CUDA event on the stream in
+//   use; pg_work_test is cudaEventQuery and pg_work_wait waits for the event.
+// - While waiting, the communicator's asynchronous error (a peer or network
+//   failure) is polled, so a failure returns PG_ERR_BACKEND instead of hanging.
+//
+// Operations: allreduce, broadcast, reduce, allgather and reduce_scatter are
+// NCCL's collectives, whose in-place layouts are the library's. alltoall,
+// gather, scatter, send, recv and sendrecv are ncclSend/ncclRecv in a group;
+// a rank's own block is a device-to-device copy. barrier is a one-element
+// allreduce on a device scratch buffer. Counts are size_t in NCCL too, so no
+// operation is split. The bitwise operators, which NCCL lacks, are
+// PG_ERR_UNSUPPORTED before anything is enqueued. NCCL matches point-to-point
+// messages in order per pair of ranks and ignores tags; the two sides of a
+// message must name the same count.
+//
+// Destroy: ncclCommFinalize and ncclCommDestroy, or ncclCommAbort when an
+// operation of this backend failed; then the scratch buffer, events and the
+// backend's own stream, in reverse order of creation.
+#include "backends/nccl/nccl_backend.h"
+
+#include <sched.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backends/nccl/nccl_check.h"
+#include "backends/nccl/nccl_types.h"
+#include "core/agree.h"
+#include "core/dtype.h"
+#include "core/log.h"
+
+namespace pg::nccl {
+namespace {
+
+// What a backend shares with the operations it started: the communicator (NULL
+// once the backend is gone) and whether something failed on it.
+struct CommState {
+  ncclComm_t comm = nullptr;
+  bool failed = false;
+};
+
+// PG_ERR_BACKEND if NCCL has recorded an asynchronous error on the communicator.
+pg_status async_error(CommState &state) {
+  if (!state.comm) return PG_OK;
+  ncclResult_t async = ncclSuccess;
+  ncclResult_t result = ncclCommGetAsyncError(state.comm, &async);
+  if (result != ncclSuccess) async = result;
+  if (async == ncclSuccess || async == ncclInProgress) return PG_OK;
+  state.failed = true;
+  const char *detail = ncclGetLastError(state.comm);
+  return fail(PG_ERR_BACKEND, "NCCL reported an asynchronous error on the communicator: %s%s%s",
+              ncclGetErrorString(async), detail && *detail ? ": " : "", detail ? detail : "");
+}
+
+// *done once `event` has completed; meanwhile, the communicator's asynchronous error.
+pg_status query(cudaEvent_t event, CommState &state, bool *done) {
+  cudaError_t error = cudaEventQuery(event);
+  *done = error == cudaSuccess;
+  if (error == cudaSuccess) return PG_OK;
+  if (error != cudaErrorNotReady) {
+    state.failed = true;
+    return cuda_failure(error, "cudaEventQuery", __FILE__, __LINE__);
+  }
+  return async_error(state);
+}
+
+// Returns once `event` has completed, or with the failure that keeps it from completing.
+pg_status wait_event(cudaEvent_t event, CommState &state) {
+  bool done = false;
+  while (true) {
+    PG_CHECK(query(event, state, &done));
+    if (done) return PG_OK;
+    sched_yield();
+  }
+}
+
+// A started operation: an event recorded on the stream after it.
+class EventRequest final : public Request {
+ public:
+  explicit EventRequest(std::shared_ptr<CommState> state) : state_(std::move(state)) {}
+  ~EventRequest() override {
+    if (event_) cudaEventDestroy(event_);  // released by CUDA once it has completed
+  }
+  pg_status create() {
+    PG_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    return PG_OK;
+  }
+  cudaEvent_t event() const { return event_; }
+
+  pg_status test(bool *done) override {
+    if (finished_) {
+      *done = true;
+      return PG_OK;
+    }
+    pg_status st = query(event_, *state_, done);
+    if (st != PG_OK) *done = true;
+    finished_ = *done && st == PG_OK;
+    return st;
+  }
+
+ private:
+  std::shared_ptr<CommState> state_;
+  cudaEvent_t event_ = nullptr;
+  bool finished_ = false;
+};
+
+// Runs `body` (which issues NCCL calls) between ncclGroupStart and
+// ncclGroupEnd; the group is closed even when the body fails.
+template <typename Body>
+pg_status group(ncclComm_t comm, Body body) {
+  PG_NCCL_CHECK(comm, ncclGroupStart());
+  pg_status st = body();
+  std::string message = st == PG_OK ? std::string() : last_error();
+  ncclResult_t end = ncclGroupEnd();
+  if (st != PG_OK) return fail_message(st, message);
+  PG_NCCL_CHECK(comm, end);
+  return PG_OK;
+}
+
+class NcclBackend final : public Backend {
+ public:
+  explicit NcclBackend(const pg_backend_context &ctx)
+      : device_(ctx.device_index),
+        rank_(ctx.rank),
+        size_(ctx.size),
+        user_stream_(static_cast<cudaStream_t>(ctx.stream)),
+        state_(std::make_shared<CommState>()) {}
+
+  ~NcclBackend() override {
+    DeviceGuard guard(device_);
+    if (state_->comm) {
+      ncclComm_t comm = state_->comm;
+      state_->comm = nullptr;
+      bool clean = !state_->failed && ncclCommFinalize(comm) == ncclSuccess;
+      if (clean) {
+        ncclCommDestroy(comm);
+      } else {
+        PG_LOG(info, "nccl backend: aborting the NCCL communicator after a failure");
+        ncclCommAbort(comm);
+      }
+    }
+    if (scratch_) cudaFree(scratch_);
+    if (done_) cudaEventDestroy(done_);
+    if (inputs_ready_) cudaEventDestroy(inputs_ready_);
+    if (own_stream_) cudaStreamDestroy(own_stream_);
+  }
+
+  // Collective over ctx.comm.
+  pg_status init(const pg_backend_context &ctx) {
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof id);
+    pg_status local = prepare(&id);
+    PG_CHECK(agree(ctx.comm, local, local == PG_OK ? std::string() : last_error()));
+    PG_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, ctx.comm));
+    ncclComm_t comm = nullptr;
+    PG_NCCL_CHECK(nullptr, ncclCommInitRank(&comm, size_, id, rank_));
+    state_->comm = comm;
+    int version = 0;
+    ncclGetVersion(&version);
+    PG_LOG(debug, "nccl backend: rank %d of %d on cuda:%d, NCCL %d (built with %d)", rank_, size_,
+           device_, version, NCCL_VERSION_CODE);
+    return PG_OK;
+  }
+
+  bool implements(Coll) const override { return true; }
+
+  pg_status run(const CollArgs &a) override { return watch(run_unchecked(a)); }
+
+  pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
+    return watch(start_unchecked(a, out));
+  }
+
+  pg_status set_stream(void *stream) override {
+    user_stream_ = static_cast<cudaStream_t>(stream);
+    return PG_OK;
+  }
+
+ private:
+  // This rank's part of creation, before NCCL's collective init.
+  pg_status prepare(ncclUniqueId *id) {
+    PG_CUDA_CHECK(cudaSetDevice(device_));
+    if (!user_stream_) PG_CHECK(own_stream(nullptr));
+    PG_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+    PG_CUDA_CHECK(cudaEventCreateWithFlags(&inputs_ready_, cudaEventDisableTiming));
+    PG_CUDA_CHECK(cudaMalloc(&scratch_, sizeof(float)));
+    PG_CUDA_CHECK(cudaMemset(scratch_, 0, sizeof(float)));
+    if (rank_ == 0) PG_NCCL_CHECK(nullptr, ncclGetUniqueId(id));
+    return PG_OK;
+  }
+
+  // The backend's own stream, created on first need.
+  pg_status own_stream(cudaStream_t *out) {
+    if (!own_stream_) PG_CUDA_CHECK(cudaStreamCreateWithFlags(&own_stream_, cudaStreamNonBlocking));
+    if (out) *out = own_stream_;
+    return PG_OK;
+  }
+
+  // A backend failure marks the communicator for ncclCommAbort at destroy.
+  pg_status watch(pg_status st) {
+    if (st == PG_ERR_BACKEND) state_->failed = true;
+    return st;
+  }
+
+  // PG_ERR_UNSUPPORTED, before anything is enqueued, for what NCCL lacks.
+  static pg_status supported(const CollArgs &a, ncclRedOp_t *op) {
+    *op = ncclSum;
+    if (a.coll != Coll::allreduce && a.coll != Coll::reduce && a.coll != Coll::reduce_scatter)
+      return PG_OK;
+    if (reduction(a.op, op)) return PG_OK;
+    return fail(PG_ERR_UNSUPPORTED,
+                "backend 'nccl' does not support %s with op %s: NCCL has no bitwise reductions "
+                "(it has sum, prod, min, max and avg)",
+                coll_name(a.coll), op_name(a.op));
+  }
+
+  // The stream operations go to; the own stream first waits for the legacy default stream.
+  pg_status stream_for_work(cudaStream_t *out) {
+    if (user_stream_) {
+      *out = user_stream_;
+      return PG_OK;
+    }
+    PG_CHECK(own_stream(out));
+    PG_CUDA_CHECK(cudaEventRecord(inputs_ready_, cudaStreamLegacy));
+    PG_CUDA_CHECK(cudaStreamWaitEvent(*out, inputs_ready_, 0));
+    return PG_OK;
+  }
+
+  pg_status run_unchecked(const CollArgs &a) {
+    ncclRedOp_t op;
+    PG_CHECK(supported(a, &op));
+    PG_CUDA_DEVICE_GUARD(guard, device_);
+    PG_CHECK(async_error(*state_));
+    cudaStream_t stream = nullptr;
+    PG_CHECK(stream_for_work(&stream));
+    PG_CHECK(enqueue(a, op, stream));
+    if (user_stream_ && a.coll != Coll::barrier) return PG_OK;
+    PG_CUDA_CHECK(cudaEventRecord(done_, stream));
+    return wait_event(done_, *state_);
+  }
+
+  pg_status start_unchecked(const CollArgs &a, std::unique_ptr<Request> *out) {
+    ncclRedOp_t op;
+    PG_CHECK(supported(a, &op));
+    PG_CUDA_DEVICE_GUARD(guard, device_);
+    PG_CHECK(async_error(*state_));
+    auto request = std::make_unique<EventRequest>(state_);
+    PG_CHECK(request->create());
+    cudaStream_t stream = nullptr;
+    PG_CHECK(stream_for_work(&stream));
+    PG_CHECK(enqueue(a, op, stream));
+    PG_CUDA_CHECK(cudaEventRecord(request->event(), stream));
+    *out = std::move(request);
+    return PG_OK;
+  }
+
+  // Enqueues `a` on `stream`.
+  pg_status enqueue(const CollArgs &a, ncclRedOp_t op, cudaStream_t stream) {
+    ncclComm_t comm = state_->comm;
+    const ncclDataType_t type = datatype(a.dtype);
+    const std::size_t bytes = a.count * dtype_size(a.dtype);  // one block of a block layout
+    const char *send = static_cast<const char *>(a.send);
+    char *recv = static_cast<char *>(a.recv);
+
+    switch (a.coll) {
+      case Coll::allreduce:
+        PG_NCCL_CHECK(comm, ncclAllReduce(a.send, a.recv, a.count, type, op, comm, stream));
+        return PG_OK;
+      case Coll::broadcast:
+        PG_NCCL_CHECK(comm, ncclBroadcast(a.recv, a.recv, a.count, type, a.root, comm, stream));
+        return PG_OK;
+      case Coll::reduce:
+        PG_NCCL_CHECK(comm, ncclReduce(a.send, a.recv, a.count, type, op, a.root, comm, stream));
+        return PG_OK;
+      case Coll::allgather:
+        PG_NCCL_CHECK(comm, ncclAllGather(a.send, a.recv, a.count, type, comm, stream));
+        return PG_OK;
+      case Coll::reduce_scatter:
+        PG_NCCL_CHECK(comm, ncclReduceScatter(a.send, a.recv, a.count, type, op, comm, stream));
+        return PG_OK;
+      case Coll::barrier:
+        PG_NCCL_CHECK(comm, ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm, stream));
+        return PG_OK;
+      case Coll::alltoall:
+        return alltoall(a, type, bytes, stream);
+      case Coll::gather: {
+        if (rank_ != a.root) return group(comm, [&] { return send_to(send, a.count, type, a.root, stream); });
+        char *own = recv + a.root * bytes;
+        if (own != send) PG_CUDA_CHECK(cudaMemcpyAsync(own, send, bytes, cudaMemcpyDeviceToDevice, stream));
+        return group(comm, [&] {
+          for (int r = 0; r < size_; ++r)
+            if (r != rank_) PG_CHECK(recv_from(recv + r * bytes, a.count, type, r, stream));
+          return PG_OK;
+        });
+      }
+      case Coll::scatter: {
+        if (rank_ != a.root) return group(comm, [&] { return recv_from(recv, a.count, type, a.root, stream); });
+        const char *own = send + a.root * bytes;
+        if (own != recv) PG_CUDA_CHECK(cudaMemcpyAsync(recv, own, bytes, cudaMemcpyDeviceToDevice, stream));
+        return group(comm, [&] {
+          for (int r = 0; r < size_; ++r)
+            if (r != rank_) PG_CHECK(send_to(send + r * bytes, a.count, type, r, stream));
+          return PG_OK;
+        });
+      }
+      case Coll::send:
+        return send_to(send, a.count, type, a.root, stream);
+      case Coll::recv:
+        return recv_from(recv, a.count, type, a.root, stream);
+      case Coll::sendrecv:
+        return group(comm, [&] {
+          PG_CHECK(send_to(send, a.count, type, a.root, stream));
+          return recv_from(recv, a.recv_count, type, a.source, stream);
+        });
+    }
+    return fail(PG_ERR_INTERNAL, "nccl backend: unknown operation %d", static_cast<int>(a.coll));
+  }
+
+  // A message of zero elements is not sent: both sides name the same count.
+  pg_status send_to(const void *buf, std::size_t count, ncclDataType_t type, int peer,
+                    cudaStream_t stream) {
+    if (count > 0) PG_NCCL_CHECK(state_->comm, ncclSend(buf, count, type, peer, state_->comm, stream));
+    return PG_OK;
+  }
+  pg_status recv_from(void *buf, std::size_t count, ncclDataType_t type, int peer, cudaStream_t stream) {
+    if (count > 0) PG_NCCL_CHECK(state_->comm, ncclRecv(buf, count, type, peer, state_->comm, stream));
+    return PG_OK;
+  }
+
+  // Block r of send goes to rank r. In place (send == recv), the input is
+  // first copied to a stream-ordered staging buffer, freed on the stream after.
+  pg_status alltoall(const CollArgs &a, ncclDataType_t type, std::size_t bytes, cudaStream_t stream) {
+    ncclComm_t comm = state_->comm;
+    char *recv = static_cast<char *>(a.recv);
+    const char *send = static_cast<const char *>(a.send);
+    void *staging = nullptr;
+    if (a.send == a.recv) {
+      PG_CUDA_CHECK(cudaMallocAsync(&staging, bytes * size_, stream));
+      pg_status st = copy_async(staging, a.send, bytes * size_, stream);
+      if (st != PG_OK) {
+        cudaFreeAsync(staging, stream);
+        return st;
+      }
+      send = static_cast<const char *>(staging);
+    }
+    pg_status st = copy_async(recv + rank_ * bytes, send + rank_ * bytes, bytes, stream);
+    if (st == PG_OK)
+      st = group(comm, [&] {
+        for (int r = 0; r < size_; ++r) {
+          if (r == rank_) continue;
+          PG_CHECK(send_to(send + r * bytes, a.count, type, r, stream));
+          PG_CHECK(recv_from(recv + r * bytes, a.count, type, r, stream));
+        }
+        return PG_OK;
+      });
+    if (staging) {
+      std::string message = st == PG_OK ? std::string() : last_error();
+      cudaError_t freed = cudaFreeAsync(staging, stream);
+      if (st != PG_OK) return fail_message(st, message);
+      PG_CUDA_CHECK(freed);
+    }
+    return st;
+  }
+
+  static pg_status copy_async(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
+    if (bytes > 0 && dst != src)
+      PG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+    return PG_OK;
+  }
+
+  const int device_, rank_, size_;
+  cudaStream_t user_stream_ = nullptr;  // from pg_strategy_set_stream; NULL: own_stream_
+  cudaStream_t own_stream_ = nullptr;
+  cudaEvent_t inputs_ready_ = nullptr;  // recorded on the legacy default stream
+  cudaEvent_t done_ = nullptr;          // completion of a blocking call
+  void *scratch_ = nullptr;             // barrier's one element
+  std::shared_ptr<CommState> state_;
+};
+
+}  // namespace
+
+BackendEntry entry() {
+  return {"nccl", PG_DEVICE_CUDA,
+          [](const pg_backend_context &ctx, std::unique_ptr<Backend> *out) -> pg_status {
+            if (ctx.device_index < 0)
+              return fail(PG_ERR_INTERNAL, "nccl backend: created without a CUDA device");
+            auto backend = std::make_unique<NcclBackend>(ctx);
+            PG_CHECK(backend->init(ctx));
+            *out = std::move(backend);
+            return PG_OK;
+          }};
+}
+
+pg_status cuda_device_count(int *count) {
+  *count = 0;
+  int n = 0;
+  cudaError_t error = cudaGetDeviceCount(&n);
+  if (error == cudaErrorNoDevice || (error == cudaSuccess && n == 0)) {
+    cudaGetLastError();
+    const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    if (visible)
+      return fail(PG_ERR_UNAVAILABLE, "no GPU visible (CUDA_VISIBLE_DEVICES=%s)", visible);
+    return fail(PG_ERR_UNAVAILABLE, "no GPU visible (CUDA_VISIBLE_DEVICES is unset)");
+  }
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    return fail(PG_ERR_UNAVAILABLE, "no usable GPU: cudaGetDeviceCount: %s (code %d)",
+                cudaGetErrorString(error), static_cast<int>(error));
+  }
+  *count = n;
+  return PG_OK;
+}
+
+}  // namespace pg::nccl
