@@ -37,19 +37,19 @@ void add_locked(Registry &r, BackendEntry entry) {
   r.entries[name] = std::make_unique<BackendEntry>(std::move(entry));
 }
 
+// Never destroyed: strategies destroyed at exit still use the tables.
 Registry &instance() {
-  static Registry r;
-  static std::once_flag builtins;
-  std::call_once(builtins, [] {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    add_locked(r, mpi::entry());
+  static Registry *r = [] {
+    auto *reg = new Registry;
+    add_locked(*reg, mpi::entry());
 #ifdef PG_HAVE_CUDA
-    add_locked(r, nccl::entry());
+    add_locked(*reg, nccl::entry());
 #else
-    add_locked(r, nccl_unavailable());
+    add_locked(*reg, nccl_unavailable());
 #endif
-  });
-  return r;
+    return reg;
+  }();
+  return *r;
 }
 
 }  // namespace

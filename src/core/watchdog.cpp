@@ -60,7 +60,9 @@ void abort_job(pg_strategy *s) {
              s->device_name.c_str(), s->rank, s->size, s->settings.timeout_s,
              s->settings.debug_detail ? "" : " (PGS_DEBUG=detail checks arrival before each collective)");
   s->poisoned = true;
-  MPI_Abort(s->comm, 1);
+  // MPI_COMM_WORLD: MPICH 4.0.2 ends only the calling process when MPI_Abort
+  // gets any other communicator, and the job would stay hung.
+  MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);  // MPI_Abort does not return; this is for an MPI that does
 }
 
