@@ -69,6 +69,17 @@ int main(int argc, char **argv) {
   PG_CHECK_TRUE(flag, "MPI is initialized after create");
   if (s) check_split(s);
 
+  /* Library-allocated buffers work like any other and are freed once. */
+  float *buf = NULL;
+  PG_CHECK_STATUS(pg_mem_alloc(s, 1000 * sizeof(float), (void **)&buf), PG_OK);
+  if (buf) {
+    for (int i = 0; i < 1000; ++i) buf[i] = 1.0f;
+    PG_CHECK_STATUS(pg_allreduce(s, buf, buf, 1000, PG_FLOAT32, PG_SUM), PG_OK);
+    PG_CHECK_TRUE(buf[999] == (float)pg_strategy_size(s), "allreduce in pg_mem_alloc memory: %g", buf[999]);
+    PG_CHECK_STATUS(pg_mem_free(s, buf), PG_OK);
+    PG_CHECK_STATUS(pg_mem_free(s, buf), PG_ERR_INVALID_ARGUMENT);  /* not twice */
+  }
+
   /* Two strategies on different communicators, used from two threads at once. */
   MPI_Query_thread(&provided);
   if (provided == MPI_THREAD_MULTIPLE && s) {
