@@ -383,6 +383,22 @@ contains
     call check_status(ierr, PG_OK, "pg_allgather into a row")
     call expect(all(g(2, :) == [((10*k + i, i=1, 3), k=0, p - 1)]) .and. all(g(1, :) == -1), &
                 "allgather into a row")
+
+    call test_step("sections: allgather in place in a row")
+    g = -1
+    g(2, 3*r + 1:3*r + 3) = h
+    call pg_allgather(s, g(2, :), g(2, :), 3, PG_INT32, ierr)
+    call check_status(ierr, PG_OK, "pg_allgather in place in a row")
+    call expect(all(g(2, :) == [((10*k + i, i=1, 3), k=0, p - 1)]) .and. all(g(1, :) == -1), &
+                "allgather in place in a row")
+
+    call test_step("sections: reduce_scatter in place in a row")
+    g(1, :) = [((r + 10*(3*k + i), i=1, 3), k=0, p - 1)]
+    g(2, :) = -1
+    call pg_reduce_scatter(s, g(1, :), g(1, :), 3, PG_INT32, PG_SUM, ierr)
+    call check_status(ierr, PG_OK, "pg_reduce_scatter in place in a row")
+    call expect(all(g(1, 3*r + 1:3*r + 3) == [(p*(p - 1)/2 + 10*p*(3*r + i), i=1, 3)]) .and. &
+                all(g(2, :) == -1), "reduce_scatter in place in a row")
   end subroutine sections
 
   subroutine split()
