@@ -174,7 +174,13 @@ pg_status load(const std::string &xml_path, TopologyHandle *handle, Machine *m) 
   hwloc_topology_t topo = handle->topo;
   // GPUs and NICs are "important" I/O objects; bridges leading to them stay.
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  if (!xml_path.empty()) {
+  if (xml_path.empty()) {
+    // hwloc's GL plugin queries X displays, its OpenCL, Level Zero and ROCm
+    // SMI plugins start their runtimes: none of it names an NVIDIA GPU better
+    // than PCI, CUDA and NVML do.
+    for (const char *component : {"gl", "opencl", "levelzero", "rsmi"})
+      hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, component);
+  } else {
     if (hwloc_topology_set_xml(topo, xml_path.c_str()) != 0)
       return fail(PG_ERR_INVALID_ARGUMENT,
                   "PGS_TOPOLOGY_XML='%s': hwloc cannot read this XML topology (%s)",
