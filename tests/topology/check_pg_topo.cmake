@@ -1,9 +1,13 @@
 # Runs pg-topo under mpiexec for one CASE and checks its exit status and output.
 #   cmake -DCASE=<case> -DNP=<n> -DMPIEXEC=<mpiexec> -DNPFLAG=-n [-DPREFLAGS=...]
 #         -DPG_TOPO=<exe> -DDATA=<tests/data> -P check_pg_topo.cmake
-foreach(var IN ITEMS PGS_RANKS_PER_NODE PGS_TOPOLOGY_XML PGS_BIND PGS_BACKEND CUDA_VISIBLE_DEVICES)
+foreach(var IN ITEMS PGS_RANKS_PER_NODE PGS_TOPOLOGY_XML PGS_BIND PGS_BACKEND CUDA_VISIBLE_DEVICES
+                    PMI_RANK PMI_SIZE MPI_LOCALRANKID OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
+                    SLURM_PROCID SLURM_NTASKS SLURM_STEP_NUM_TASKS SLURM_STEP_ID SLURM_LOCALID
+                    RANK WORLD_SIZE)
   unset(ENV{${var}})
 endforeach()
+set(launch ${MPIEXEC} ${NPFLAG} ${NP} ${PREFLAGS})
 
 set(expect_ok TRUE)
 if(CASE STREQUAL "2x2")          # 4 ranks, 2 virtual nodes of 2
@@ -36,6 +40,16 @@ elseif(CASE STREQUAL "xml_numa") # the 8-GPU node from XML, bound near each GPU
     "2 packages, 8 cores, 2 NUMA nodes, 8 GPUs, 5 NICs"
     "rank 0: [^\n]* bind=numa:1 cpus 4-7 [^\n]*\\[from XML, not applied\\] gpu=cuda:0 0000:84:00.0 NUMA 1 nic=mlx5_2/ib2 \\(same PCI switch\\)"
     "rank 1: [^\n]* bind=numa:0 cpus 0-3 [^\n]*\\[from XML, not applied\\] gpu=cuda:1 0000:12:00.0 NUMA 0 nic=mlx5_1/ib1 \\(same PCI switch\\)")
+elseif(CASE STREQUAL "singleton_slurm") # srun without --mpi=pmi2: a 1-process MPI job
+  set(launch)                     # no mpiexec: an MPI singleton
+  set(ENV{SLURM_PROCID} 1)
+  set(ENV{SLURM_NTASKS} 4)
+  set(ENV{SLURM_LOCALID} 1)
+  set(ENV{SLURM_STEP_ID} 0)
+  set(patterns
+    "rank 0: [^\n]* launcher=slurm rank 1/4"
+    "launcher warning \\(rank 0\\): MPI sees a world of 1 process, but the launcher \\(slurm\\) started 4 processes"
+    "srun without --mpi=pmi2")
 elseif(CASE STREQUAL "bad_ranks_per_node")
   set(ENV{PGS_RANKS_PER_NODE} abc)
   set(expect_ok FALSE)
@@ -48,7 +62,7 @@ else()
   message(FATAL_ERROR "unknown CASE '${CASE}'")
 endif()
 
-execute_process(COMMAND ${MPIEXEC} ${NPFLAG} ${NP} ${PREFLAGS} ${PG_TOPO}
+execute_process(COMMAND ${launch} ${PG_TOPO}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 75)
 message("pg-topo exit status: ${rc}\n--- stdout\n${out}--- stderr\n${err}---")
 set(all "${out}${err}")

@@ -173,11 +173,26 @@ int main(int argc, char **argv) {
                 "rank %d: host=%s node=%d local=%d/%d bind=%s gpu=%s nic=%s launcher=%s", rank,
                 host, node, local_rank, local_size, bind_text.c_str(), gpu_text.c_str(),
                 nic_text.c_str(), topo::describe_launcher(topo::detect_launcher()).c_str());
+
   std::vector<std::string> lines = gather(line, rank, size);
+  topo::Launcher launcher = topo::detect_launcher();
+  std::vector<std::string> warnings =
+      gather(topo::launcher_warning(launcher, rank, size), rank, size);
   if (rank == 0) {
     std::printf("pg-topo: %d rank%s; topology of rank 0 from %s\n", size, size == 1 ? "" : "s",
                 topo::describe_machine(*machine).c_str());
     for (const std::string &l : lines) std::printf("%s\n", l.c_str());
+    // The launcher and MPI disagree: say so here, whatever PGS_LOG is.
+    int first = -1, count = 0;
+    for (int r = 0; r < size; ++r)
+      if (!warnings[r].empty()) {
+        if (first < 0) first = r;
+        ++count;
+      }
+    if (first >= 0)
+      std::printf("launcher warning (rank %d%s): %s\n", first,
+                  count > 1 ? (" and " + std::to_string(count - 1) + " more").c_str() : "",
+                  warnings[first].c_str());
   }
 
   // Devices: the rule is evaluated on every rank (same environment); the
