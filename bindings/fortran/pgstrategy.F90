@@ -47,10 +47,19 @@
 !> - A pg_strategy that is not created (or has been destroyed, or came from a
 !>   split with a negative color) has a null `handle`: c_associated(s%handle)
 !>   tells them apart.
-!> - The nonblocking calls (pg_i*) are not bound in Fortran yet; use the C API.
+!> - Nonblocking calls (pg_iallreduce, ..., pg_ibarrier, pg_isend, pg_irecv) take
+!>   the blocking call's arguments plus a type(pg_work) before ierr; finish them
+!>   with pg_work_wait(work, timeout_seconds, ierr) (a negative timeout waits
+!>   forever) or pg_work_test(work, done, ierr), then pg_work_free(work, ierr).
+!>   As with MPI, declare the buffers `asynchronous` in the caller and leave
+!>   them alone until the work has finished. A packed (non-contiguous) output
+!>   buffer is unpacked when pg_work_wait or pg_work_test finds the work
+!>   finished. PG_ERR_TIMEOUT from pg_work_wait is a failure like any other:
+!>   without ierr it aborts.
 module pgstrategy
   use, intrinsic :: iso_c_binding, only: c_ptr, c_null_ptr, c_associated, c_int, c_size_t, &
-                                         c_long_long, c_char, c_null_char, c_f_pointer
+                                         c_long_long, c_char, c_null_char, c_f_pointer, &
+                                         c_double, c_float
   implicit none
   private
 
@@ -58,6 +67,11 @@ module pgstrategy
   type, bind(C), public :: pg_strategy
     type(c_ptr) :: handle = c_null_ptr
   end type pg_strategy
+
+  !> A nonblocking operation in flight (started by a pg_i* call).
+  type, bind(C), public :: pg_work
+    type(c_ptr) :: handle = c_null_ptr
+  end type pg_work
 
   ! ---- constants: the values of include/pg_strategy.h ------------------------
   integer, parameter, public :: PG_VERSION_MAJOR = PGF_VERSION_MAJOR
@@ -108,6 +122,9 @@ module pgstrategy
   public :: pg_strategy_node_count, pg_strategy_describe
   public :: pg_allreduce, pg_broadcast, pg_reduce, pg_allgather, pg_reduce_scatter
   public :: pg_alltoall, pg_gather, pg_scatter, pg_barrier, pg_send, pg_recv, pg_sendrecv
+  public :: pg_iallreduce, pg_ibroadcast, pg_ireduce, pg_iallgather, pg_ireduce_scatter
+  public :: pg_ialltoall, pg_igather, pg_iscatter, pg_ibarrier, pg_isend, pg_irecv
+  public :: pg_work_wait, pg_work_test, pg_work_free
 
   ! Counts: a default integer or an integer(c_size_t).
   interface pg_allreduce
@@ -142,6 +159,41 @@ module pgstrategy
   end interface
   interface pg_sendrecv
     module procedure pg_sendrecv_int, pg_sendrecv_csize
+  end interface
+
+  interface pg_iallreduce
+    module procedure pg_iallreduce_int, pg_iallreduce_csize
+  end interface
+  interface pg_ibroadcast
+    module procedure pg_ibroadcast_int, pg_ibroadcast_csize
+  end interface
+  interface pg_ireduce
+    module procedure pg_ireduce_int, pg_ireduce_csize
+  end interface
+  interface pg_iallgather
+    module procedure pg_iallgather_int, pg_iallgather_csize
+  end interface
+  interface pg_ireduce_scatter
+    module procedure pg_ireduce_scatter_int, pg_ireduce_scatter_csize
+  end interface
+  interface pg_ialltoall
+    module procedure pg_ialltoall_int, pg_ialltoall_csize
+  end interface
+  interface pg_igather
+    module procedure pg_igather_int, pg_igather_csize
+  end interface
+  interface pg_iscatter
+    module procedure pg_iscatter_int, pg_iscatter_csize
+  end interface
+  interface pg_isend
+    module procedure pg_isend_int, pg_isend_csize
+  end interface
+  interface pg_irecv
+    module procedure pg_irecv_int, pg_irecv_csize
+  end interface
+  ! timeout_seconds: double precision or default real.
+  interface pg_work_wait
+    module procedure pg_work_wait_double, pg_work_wait_real
   end interface
 
   ! ---- the C side: the library itself, and the shim (pgstrategy_f.c) ---------------
@@ -383,6 +435,146 @@ module pgstrategy
       integer(c_int), value :: source, dtype, tag
       integer(c_int) :: pgf_sendrecv
     end function pgf_sendrecv
+
+    function pgf_iallreduce(s, sendbuf, recvbuf, count, dtype, op, work) &
+        bind(C, name="pgf_iallreduce")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_long_long), value :: count
+      integer(c_int), value :: dtype, op
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_iallreduce
+    end function pgf_iallreduce
+
+    function pgf_ibroadcast(s, buf, count, dtype, root, work) bind(C, name="pgf_ibroadcast")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), asynchronous :: buf
+      integer(c_long_long), value :: count
+      integer(c_int), value :: dtype, root
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_ibroadcast
+    end function pgf_ibroadcast
+
+    function pgf_ireduce(s, sendbuf, recvbuf, count, dtype, op, root, work) &
+        bind(C, name="pgf_ireduce")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_long_long), value :: count
+      integer(c_int), value :: dtype, op, root
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_ireduce
+    end function pgf_ireduce
+
+    function pgf_iallgather(s, sendbuf, recvbuf, sendcount, dtype, work) &
+        bind(C, name="pgf_iallgather")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_long_long), value :: sendcount
+      integer(c_int), value :: dtype
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_iallgather
+    end function pgf_iallgather
+
+    function pgf_ireduce_scatter(s, sendbuf, recvbuf, recvcount, dtype, op, work) &
+        bind(C, name="pgf_ireduce_scatter")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_long_long), value :: recvcount
+      integer(c_int), value :: dtype, op
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_ireduce_scatter
+    end function pgf_ireduce_scatter
+
+    function pgf_ialltoall(s, sendbuf, recvbuf, count, dtype, work) bind(C, name="pgf_ialltoall")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_long_long), value :: count
+      integer(c_int), value :: dtype
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_ialltoall
+    end function pgf_ialltoall
+
+    function pgf_igather(s, sendbuf, recvbuf, sendcount, dtype, root, work) &
+        bind(C, name="pgf_igather")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_long_long), value :: sendcount
+      integer(c_int), value :: dtype, root
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_igather
+    end function pgf_igather
+
+    function pgf_iscatter(s, sendbuf, recvbuf, recvcount, dtype, root, work) &
+        bind(C, name="pgf_iscatter")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_long_long), value :: recvcount
+      integer(c_int), value :: dtype, root
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_iscatter
+    end function pgf_iscatter
+
+    function pgf_isend(s, buf, count, dtype, peer, tag, work) bind(C, name="pgf_isend")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: buf
+      integer(c_long_long), value :: count
+      integer(c_int), value :: dtype, peer, tag
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_isend
+    end function pgf_isend
+
+    function pgf_irecv(s, buf, count, dtype, peer, tag, work) bind(C, name="pgf_irecv")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      type(*), dimension(..), asynchronous :: buf
+      integer(c_long_long), value :: count
+      integer(c_int), value :: dtype, peer, tag
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_irecv
+    end function pgf_irecv
+
+    function pgf_ibarrier(s, work) bind(C, name="pgf_ibarrier")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: s
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_ibarrier
+    end function pgf_ibarrier
+
+    function pgf_work_wait(work, timeout_seconds) bind(C, name="pgf_work_wait")
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: work
+      real(c_double), value :: timeout_seconds
+      integer(c_int) :: pgf_work_wait
+    end function pgf_work_wait
+
+    function pgf_work_test(work, done) bind(C, name="pgf_work_test")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: work
+      integer(c_int), intent(out) :: done
+      integer(c_int) :: pgf_work_test
+    end function pgf_work_test
+
+    function pgf_work_free(work) bind(C, name="pgf_work_free")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: work
+      integer(c_int) :: pgf_work_free
+    end function pgf_work_free
   end interface
 
 contains
@@ -845,5 +1037,288 @@ contains
     call finish(pgf_sendrecv(s%handle, sendbuf, int(sendcount, c_long_long), dest, recvbuf, &
                              int(recvcount, c_long_long), source, dtype, tag), "pg_sendrecv", ierr)
   end subroutine pg_sendrecv_int
+
+
+  ! ---- nonblocking (collective over the strategy; pg_isend/pg_irecv local to the pair) ----
+  subroutine pg_iallreduce_csize(s, sendbuf, recvbuf, count, dtype, op, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: count
+    integer, intent(in) :: dtype, op
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_iallreduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, &
+                               work%handle), "pg_iallreduce", ierr)
+  end subroutine pg_iallreduce_csize
+
+  subroutine pg_iallreduce_int(s, sendbuf, recvbuf, count, dtype, op, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer, intent(in) :: count
+    integer, intent(in) :: dtype, op
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_iallreduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, &
+                               work%handle), "pg_iallreduce", ierr)
+  end subroutine pg_iallreduce_int
+
+  subroutine pg_ibroadcast_csize(s, buf, count, dtype, root, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), asynchronous :: buf
+    integer(c_size_t), intent(in) :: count
+    integer, intent(in) :: dtype, root
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ibroadcast(s%handle, buf, int(count, c_long_long), dtype, root, work%handle), &
+                               "pg_ibroadcast", ierr)
+  end subroutine pg_ibroadcast_csize
+
+  subroutine pg_ibroadcast_int(s, buf, count, dtype, root, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), asynchronous :: buf
+    integer, intent(in) :: count
+    integer, intent(in) :: dtype, root
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ibroadcast(s%handle, buf, int(count, c_long_long), dtype, root, work%handle), &
+                               "pg_ibroadcast", ierr)
+  end subroutine pg_ibroadcast_int
+
+  subroutine pg_ireduce_csize(s, sendbuf, recvbuf, count, dtype, op, root, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: count
+    integer, intent(in) :: dtype, op, root
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ireduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, root, &
+                            work%handle), "pg_ireduce", ierr)
+  end subroutine pg_ireduce_csize
+
+  subroutine pg_ireduce_int(s, sendbuf, recvbuf, count, dtype, op, root, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer, intent(in) :: count
+    integer, intent(in) :: dtype, op, root
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ireduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, root, &
+                            work%handle), "pg_ireduce", ierr)
+  end subroutine pg_ireduce_int
+
+  subroutine pg_iallgather_csize(s, sendbuf, recvbuf, sendcount, dtype, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: sendcount
+    integer, intent(in) :: dtype
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_iallgather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, &
+                               work%handle), "pg_iallgather", ierr)
+  end subroutine pg_iallgather_csize
+
+  subroutine pg_iallgather_int(s, sendbuf, recvbuf, sendcount, dtype, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer, intent(in) :: sendcount
+    integer, intent(in) :: dtype
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_iallgather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, &
+                               work%handle), "pg_iallgather", ierr)
+  end subroutine pg_iallgather_int
+
+  subroutine pg_ireduce_scatter_csize(s, sendbuf, recvbuf, recvcount, dtype, op, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: recvcount
+    integer, intent(in) :: dtype, op
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ireduce_scatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), &
+                                    dtype, op, work%handle), "pg_ireduce_scatter", ierr)
+  end subroutine pg_ireduce_scatter_csize
+
+  subroutine pg_ireduce_scatter_int(s, sendbuf, recvbuf, recvcount, dtype, op, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer, intent(in) :: recvcount
+    integer, intent(in) :: dtype, op
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ireduce_scatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), &
+                                    dtype, op, work%handle), "pg_ireduce_scatter", ierr)
+  end subroutine pg_ireduce_scatter_int
+
+  subroutine pg_ialltoall_csize(s, sendbuf, recvbuf, count, dtype, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: count
+    integer, intent(in) :: dtype
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ialltoall(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, &
+                              work%handle), "pg_ialltoall", ierr)
+  end subroutine pg_ialltoall_csize
+
+  subroutine pg_ialltoall_int(s, sendbuf, recvbuf, count, dtype, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer, intent(in) :: count
+    integer, intent(in) :: dtype
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ialltoall(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, &
+                              work%handle), "pg_ialltoall", ierr)
+  end subroutine pg_ialltoall_int
+
+  subroutine pg_igather_csize(s, sendbuf, recvbuf, sendcount, dtype, root, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: sendcount
+    integer, intent(in) :: dtype, root
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_igather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, root, &
+                            work%handle), "pg_igather", ierr)
+  end subroutine pg_igather_csize
+
+  subroutine pg_igather_int(s, sendbuf, recvbuf, sendcount, dtype, root, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer, intent(in) :: sendcount
+    integer, intent(in) :: dtype, root
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_igather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, root, &
+                            work%handle), "pg_igather", ierr)
+  end subroutine pg_igather_int
+
+  subroutine pg_iscatter_csize(s, sendbuf, recvbuf, recvcount, dtype, root, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: recvcount
+    integer, intent(in) :: dtype, root
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_iscatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), dtype, root, &
+                             work%handle), "pg_iscatter", ierr)
+  end subroutine pg_iscatter_csize
+
+  subroutine pg_iscatter_int(s, sendbuf, recvbuf, recvcount, dtype, root, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer, intent(in) :: recvcount
+    integer, intent(in) :: dtype, root
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_iscatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), dtype, root, &
+                             work%handle), "pg_iscatter", ierr)
+  end subroutine pg_iscatter_int
+
+  subroutine pg_isend_csize(s, buf, count, dtype, peer, tag, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: buf
+    integer(c_size_t), intent(in) :: count
+    integer, intent(in) :: dtype, peer, tag
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_isend(s%handle, buf, int(count, c_long_long), dtype, peer, tag, work%handle), &
+                          "pg_isend", ierr)
+  end subroutine pg_isend_csize
+
+  subroutine pg_isend_int(s, buf, count, dtype, peer, tag, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: buf
+    integer, intent(in) :: count
+    integer, intent(in) :: dtype, peer, tag
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_isend(s%handle, buf, int(count, c_long_long), dtype, peer, tag, work%handle), &
+                          "pg_isend", ierr)
+  end subroutine pg_isend_int
+
+  subroutine pg_irecv_csize(s, buf, count, dtype, peer, tag, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), asynchronous :: buf
+    integer(c_size_t), intent(in) :: count
+    integer, intent(in) :: dtype, peer, tag
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_irecv(s%handle, buf, int(count, c_long_long), dtype, peer, tag, work%handle), &
+                          "pg_irecv", ierr)
+  end subroutine pg_irecv_csize
+
+  subroutine pg_irecv_int(s, buf, count, dtype, peer, tag, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), asynchronous :: buf
+    integer, intent(in) :: count
+    integer, intent(in) :: dtype, peer, tag
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_irecv(s%handle, buf, int(count, c_long_long), dtype, peer, tag, work%handle), &
+                          "pg_irecv", ierr)
+  end subroutine pg_irecv_int
+
+  subroutine pg_ibarrier(s, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ibarrier(s%handle, work%handle), "pg_ibarrier", ierr)
+  end subroutine pg_ibarrier
+
+  !> Waits for the work; a negative timeout waits forever. PG_ERR_TIMEOUT when
+  !> the time runs out (the work stays valid: wait again); otherwise the
+  !> operation's own status.
+  subroutine pg_work_wait_double(work, timeout_seconds, ierr)
+    type(pg_work), intent(in) :: work
+    real(c_double), intent(in) :: timeout_seconds
+    integer, intent(out), optional :: ierr
+    call finish(pgf_work_wait(work%handle, timeout_seconds), "pg_work_wait", ierr)
+  end subroutine pg_work_wait_double
+
+  subroutine pg_work_wait_real(work, timeout_seconds, ierr)
+    type(pg_work), intent(in) :: work
+    real(c_float), intent(in) :: timeout_seconds
+    integer, intent(out), optional :: ierr
+    call finish(pgf_work_wait(work%handle, real(timeout_seconds, c_double)), "pg_work_wait", ierr)
+  end subroutine pg_work_wait_real
+
+  !> done = .true. when the work has finished (ierr is then the operation's
+  !> status), else .false. and PG_OK.
+  subroutine pg_work_test(work, done, ierr)
+    type(pg_work), intent(in) :: work
+    logical, intent(out) :: done
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: c_done, status
+    status = pgf_work_test(work%handle, c_done)
+    done = c_done /= 0
+    call finish(status, "pg_work_test", ierr)
+  end subroutine pg_work_test
+
+  !> Frees a finished work; its handle is null afterwards. A null handle is
+  !> fine. Unfinished work: PG_ERR_STATE, and nothing is freed.
+  subroutine pg_work_free(work, ierr)
+    type(pg_work), intent(inout) :: work
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: status
+    status = pgf_work_free(work%handle)
+    if (status == PG_OK) work%handle = c_null_ptr
+    call finish(status, "pg_work_free", ierr)
+  end subroutine pg_work_free
 
 end module pgstrategy

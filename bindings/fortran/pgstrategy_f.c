@@ -15,6 +15,8 @@
  *   3. maps "the same array as both buffers" to the C in-place layout of the
  *      call (for allgather, reduce_scatter, gather and scatter the in-place
  *      block is the one of this rank, or of the root).
+ * A nonblocking call keeps its temporaries in its work (pgf_work), and unpacks
+ * and frees them when the work is found finished.
  *
  * Errors found here never reach the library's pg_last_error(), which has no
  * public setter: the shim keeps its own thread-local message and remembers
@@ -24,6 +26,7 @@
 #include <ISO_Fortran_binding.h>
 #include <mpi.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +245,9 @@ static unsigned long long times(long long count, int n) {
 
 /* ---- lifecycle ------------------------------------------------------------- */
 
+_Static_assert(sizeof(MPI_Fint) == sizeof(int),
+               "the module passes Fortran MPI handles as integer(c_int)");
+
 PGF_INTERNAL int pgf_strategy_create(const char *device, const char *backend, int has_comm,
                                      MPI_Fint comm, pg_strategy **out) {
   *out = NULL;
@@ -275,219 +281,469 @@ PGF_INTERNAL int pgf_barrier(pg_strategy *s) {
 
 /* ---- collectives ------------------------------------------------------------ */
 
-/* Validation common to every buffer call. */
-#define PGF_START(call)                                  \
-  const char *call_ = call;                              \
-  int st_ = check_handle(s, call_);                      \
-  if (st_ != PG_OK) return st_;
+/* The buffers of one call, as the C call sees them. `prepare_*` checks and
+ * opens them (freeing what it opened when it fails); the blocking entry runs
+ * the C call and closes them, the nonblocking one hands them to its work. */
+typedef struct args {
+  buffer send, recv;
+} args;
 
-#define PGF_COUNT(count, what)                           \
-  st_ = check_count(count, call_, what);                 \
-  if (st_ != PG_OK) return st_;
+static void args_init(args *a) {
+  memset(a, 0, sizeof *a);
+}
+
+static int args_close(args *a, int status) {
+  buffer_close(&a->send, status);
+  return buffer_close(&a->recv, status);
+}
+
+static int prepare_allreduce(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                             const CFI_cdesc_t *recv, long long count, int dtype, args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(count, call, "count");
+  if (st != PG_OK) return st;
+  int refused = PG_OK;
+  int in_place = same_array(send, recv, call, &refused);
+  if (refused) return refused;
+  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)count, dtype, 1, 1);
+  if (st != PG_OK) return st;
+  if (in_place) {
+    buffer_share(&a->send, &a->recv, 0);
+    return PG_OK;
+  }
+  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)count, dtype, 1, 0);
+  return st == PG_OK ? st : args_close(a, st);
+}
+
+static int prepare_broadcast(pg_strategy *s, const char *call, const CFI_cdesc_t *buf,
+                             long long count, int dtype, args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(count, call, "count");
+  if (st != PG_OK) return st;
+  return buffer_open(&a->recv, buf, call, "buf", (unsigned long long)count, dtype, 1, 1);
+}
+
+static int prepare_reduce(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                          const CFI_cdesc_t *recv, long long count, int dtype, int root, args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(count, call, "count");
+  if (st != PG_OK) return st;
+  int at_root = pg_strategy_rank(s) == root;
+  int refused = PG_OK;
+  int in_place = at_root && same_array(send, recv, call, &refused);
+  if (refused) return refused;
+  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)count, dtype, at_root, 1);
+  if (st != PG_OK) return st;
+  if (in_place) {
+    buffer_share(&a->send, &a->recv, 0);
+    return PG_OK;
+  }
+  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)count, dtype, 1, 0);
+  return st == PG_OK ? st : args_close(a, st);
+}
+
+static int prepare_allgather(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                             const CFI_cdesc_t *recv, long long sendcount, int dtype, args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
+  if (st != PG_OK) return st;
+  int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  int refused = PG_OK;
+  int in_place = same_array(send, recv, call, &refused);
+  if (refused) return refused;
+  st = buffer_open(&a->recv, recv, call, "recvbuf", times(sendcount, size), dtype, 1, 1);
+  if (st != PG_OK) return st;
+  if (in_place) { /* this rank's block of recvbuf already holds its contribution */
+    buffer_share(&a->send, &a->recv, (size_t)rank * (size_t)sendcount * dtype_size(dtype));
+    return PG_OK;
+  }
+  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
+  return st == PG_OK ? st : args_close(a, st);
+}
+
+static int prepare_reduce_scatter(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                                  const CFI_cdesc_t *recv, long long recvcount, int dtype,
+                                  args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
+  if (st != PG_OK) return st;
+  int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  int refused = PG_OK;
+  int in_place = same_array(send, recv, call, &refused);
+  if (refused) return refused;
+  if (in_place) { /* the result lands in this rank's block of the array */
+    st = buffer_open(&a->send, send, call, "sendbuf", times(recvcount, size), dtype, 1, 1);
+    if (st != PG_OK) return st;
+    buffer_share(&a->recv, &a->send, (size_t)rank * (size_t)recvcount * dtype_size(dtype));
+    return PG_OK;
+  }
+  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
+  if (st != PG_OK) return st;
+  st = buffer_open(&a->send, send, call, "sendbuf", times(recvcount, size), dtype, 1, 0);
+  return st == PG_OK ? st : args_close(a, st);
+}
+
+static int prepare_alltoall(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                            const CFI_cdesc_t *recv, long long count, int dtype, args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(count, call, "count");
+  if (st != PG_OK) return st;
+  int size = pg_strategy_size(s);
+  int refused = PG_OK;
+  int in_place = same_array(send, recv, call, &refused);
+  if (refused) return refused;
+  st = buffer_open(&a->recv, recv, call, "recvbuf", times(count, size), dtype, 1, 1);
+  if (st != PG_OK) return st;
+  if (in_place) {
+    buffer_share(&a->send, &a->recv, 0);
+    return PG_OK;
+  }
+  st = buffer_open(&a->send, send, call, "sendbuf", times(count, size), dtype, 1, 0);
+  return st == PG_OK ? st : args_close(a, st);
+}
+
+static int prepare_gather(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                          const CFI_cdesc_t *recv, long long sendcount, int dtype, int root,
+                          args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
+  if (st != PG_OK) return st;
+  int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
+  int refused = PG_OK;
+  int in_place = at_root && same_array(send, recv, call, &refused);
+  if (refused) return refused;
+  st = buffer_open(&a->recv, recv, call, "recvbuf", times(sendcount, size), dtype, at_root, 1);
+  if (st != PG_OK) return st;
+  if (in_place) { /* the root's block of recvbuf already holds its contribution */
+    buffer_share(&a->send, &a->recv, (size_t)root * (size_t)sendcount * dtype_size(dtype));
+    return PG_OK;
+  }
+  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
+  return st == PG_OK ? st : args_close(a, st);
+}
+
+static int prepare_scatter(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                           const CFI_cdesc_t *recv, long long recvcount, int dtype, int root,
+                           args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
+  if (st != PG_OK) return st;
+  int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
+  int refused = PG_OK;
+  int in_place = at_root && same_array(send, recv, call, &refused);
+  if (refused) return refused;
+  st = buffer_open(&a->send, send, call, "sendbuf", times(recvcount, size), dtype, at_root,
+                   in_place);
+  if (st != PG_OK) return st;
+  if (in_place) { /* the root's block stays where it is */
+    buffer_share(&a->recv, &a->send, (size_t)root * (size_t)recvcount * dtype_size(dtype));
+    return PG_OK;
+  }
+  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
+  return st == PG_OK ? st : args_close(a, st);
+}
+
+/* One buffer of a point-to-point call: input (send) or output (recv). */
+static int prepare_p2p(pg_strategy *s, const char *call, const CFI_cdesc_t *buf, long long count,
+                       int dtype, int output, args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(count, call, "count");
+  if (st != PG_OK) return st;
+  return buffer_open(output ? &a->recv : &a->send, buf, call, "buf", (unsigned long long)count,
+                     dtype, 1, output);
+}
+
+static int prepare_sendrecv(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                            long long sendcount, const CFI_cdesc_t *recv, long long recvcount,
+                            int dtype, args *a) {
+  args_init(a);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
+  if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
+  if (st != PG_OK) return st;
+  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
+  if (st != PG_OK) return st;
+  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
+  return st == PG_OK ? st : args_close(a, st);
+}
+
+/* Blocking entries: prepare, call, close. */
+#define PGF_BLOCKING(prepare_call, c_call) \
+  args a;                                  \
+  int st = (prepare_call);                 \
+  if (st != PG_OK) return st;              \
+  return args_close(&a, lib(c_call));
 
 PGF_INTERNAL int pgf_allreduce(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                                long long count, int dtype, int op) {
-  PGF_START("pg_allreduce")
-  PGF_COUNT(count, "count")
-  buffer sb, rb;
-  int refused = PG_OK;
-  int in_place = same_array(send, recv, call_, &refused);
-  if (refused) return refused;
-  st_ = buffer_open(&rb, recv, call_, "recvbuf", (unsigned long long)count, dtype, 1, 1);
-  if (st_ != PG_OK) return st_;
-  if (in_place) {
-    buffer_share(&sb, &rb, 0);
-  } else {
-    st_ = buffer_open(&sb, send, call_, "sendbuf", (unsigned long long)count, dtype, 1, 0);
-    if (st_ != PG_OK) return buffer_close(&rb, st_);
-  }
-  st_ = lib(pg_allreduce(s, sb.ptr, rb.ptr, (size_t)count, (pg_dtype)dtype, (pg_op)op));
-  buffer_close(&sb, st_);
-  return buffer_close(&rb, st_);
+  PGF_BLOCKING(prepare_allreduce(s, "pg_allreduce", send, recv, count, dtype, &a),
+               pg_allreduce(s, a.send.ptr, a.recv.ptr, (size_t)count, (pg_dtype)dtype, (pg_op)op))
 }
 
 PGF_INTERNAL int pgf_broadcast(pg_strategy *s, const CFI_cdesc_t *buf, long long count, int dtype,
                                int root) {
-  PGF_START("pg_broadcast")
-  PGF_COUNT(count, "count")
-  buffer b;
-  st_ = buffer_open(&b, buf, call_, "buf", (unsigned long long)count, dtype, 1, 1);
-  if (st_ != PG_OK) return st_;
-  st_ = lib(pg_broadcast(s, b.ptr, (size_t)count, (pg_dtype)dtype, root));
-  return buffer_close(&b, st_);
+  PGF_BLOCKING(prepare_broadcast(s, "pg_broadcast", buf, count, dtype, &a),
+               pg_broadcast(s, a.recv.ptr, (size_t)count, (pg_dtype)dtype, root))
 }
 
 PGF_INTERNAL int pgf_reduce(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                             long long count, int dtype, int op, int root) {
-  PGF_START("pg_reduce")
-  PGF_COUNT(count, "count")
-  int at_root = pg_strategy_rank(s) == root;
-  buffer sb, rb;
-  int refused = PG_OK;
-  int in_place = at_root && same_array(send, recv, call_, &refused);
-  if (at_root && refused) return refused;
-  st_ = buffer_open(&rb, recv, call_, "recvbuf", (unsigned long long)count, dtype, at_root, 1);
-  if (st_ != PG_OK) return st_;
-  if (in_place) {
-    buffer_share(&sb, &rb, 0);
-  } else {
-    st_ = buffer_open(&sb, send, call_, "sendbuf", (unsigned long long)count, dtype, 1, 0);
-    if (st_ != PG_OK) return buffer_close(&rb, st_);
-  }
-  st_ = lib(pg_reduce(s, sb.ptr, rb.ptr, (size_t)count, (pg_dtype)dtype, (pg_op)op, root));
-  buffer_close(&sb, st_);
-  return buffer_close(&rb, st_);
+  PGF_BLOCKING(prepare_reduce(s, "pg_reduce", send, recv, count, dtype, root, &a),
+               pg_reduce(s, a.send.ptr, a.recv.ptr, (size_t)count, (pg_dtype)dtype, (pg_op)op,
+                         root))
 }
 
 PGF_INTERNAL int pgf_allgather(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                                long long sendcount, int dtype) {
-  PGF_START("pg_allgather")
-  PGF_COUNT(sendcount, "sendcount")
-  int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
-  buffer sb, rb;
-  int refused = PG_OK;
-  int in_place = same_array(send, recv, call_, &refused);
-  if (refused) return refused;
-  st_ = buffer_open(&rb, recv, call_, "recvbuf", times(sendcount, size), dtype, 1, 1);
-  if (st_ != PG_OK) return st_;
-  if (in_place) { /* this rank's block of recvbuf already holds its contribution */
-    buffer_share(&sb, &rb, (size_t)rank * (size_t)sendcount * dtype_size(dtype));
-  } else {
-    st_ = buffer_open(&sb, send, call_, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
-    if (st_ != PG_OK) return buffer_close(&rb, st_);
-  }
-  st_ = lib(pg_allgather(s, sb.ptr, rb.ptr, (size_t)sendcount, (pg_dtype)dtype));
-  buffer_close(&sb, st_);
-  return buffer_close(&rb, st_);
+  PGF_BLOCKING(prepare_allgather(s, "pg_allgather", send, recv, sendcount, dtype, &a),
+               pg_allgather(s, a.send.ptr, a.recv.ptr, (size_t)sendcount, (pg_dtype)dtype))
 }
 
 PGF_INTERNAL int pgf_reduce_scatter(pg_strategy *s, const CFI_cdesc_t *send,
                                     const CFI_cdesc_t *recv, long long recvcount, int dtype,
                                     int op) {
-  PGF_START("pg_reduce_scatter")
-  PGF_COUNT(recvcount, "recvcount")
-  int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
-  buffer sb, rb;
-  int refused = PG_OK;
-  int in_place = same_array(send, recv, call_, &refused);
-  if (refused) return refused;
-  if (in_place) { /* the result lands in this rank's block of the array */
-    st_ = buffer_open(&sb, send, call_, "sendbuf", times(recvcount, size), dtype, 1, 1);
-    if (st_ != PG_OK) return st_;
-    buffer_share(&rb, &sb, (size_t)rank * (size_t)recvcount * dtype_size(dtype));
-  } else {
-    st_ = buffer_open(&rb, recv, call_, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
-    if (st_ != PG_OK) return st_;
-    st_ = buffer_open(&sb, send, call_, "sendbuf", times(recvcount, size), dtype, 1, 0);
-    if (st_ != PG_OK) return buffer_close(&rb, st_);
-  }
-  st_ = lib(pg_reduce_scatter(s, sb.ptr, rb.ptr, (size_t)recvcount, (pg_dtype)dtype, (pg_op)op));
-  buffer_close(&rb, st_);
-  return buffer_close(&sb, st_);
+  PGF_BLOCKING(prepare_reduce_scatter(s, "pg_reduce_scatter", send, recv, recvcount, dtype, &a),
+               pg_reduce_scatter(s, a.send.ptr, a.recv.ptr, (size_t)recvcount, (pg_dtype)dtype,
+                                 (pg_op)op))
 }
 
 PGF_INTERNAL int pgf_alltoall(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                               long long count, int dtype) {
-  PGF_START("pg_alltoall")
-  PGF_COUNT(count, "count")
-  int size = pg_strategy_size(s);
-  buffer sb, rb;
-  int refused = PG_OK;
-  int in_place = same_array(send, recv, call_, &refused);
-  if (refused) return refused;
-  st_ = buffer_open(&rb, recv, call_, "recvbuf", times(count, size), dtype, 1, 1);
-  if (st_ != PG_OK) return st_;
-  if (in_place) {
-    buffer_share(&sb, &rb, 0);
-  } else {
-    st_ = buffer_open(&sb, send, call_, "sendbuf", times(count, size), dtype, 1, 0);
-    if (st_ != PG_OK) return buffer_close(&rb, st_);
-  }
-  st_ = lib(pg_alltoall(s, sb.ptr, rb.ptr, (size_t)count, (pg_dtype)dtype));
-  buffer_close(&sb, st_);
-  return buffer_close(&rb, st_);
+  PGF_BLOCKING(prepare_alltoall(s, "pg_alltoall", send, recv, count, dtype, &a),
+               pg_alltoall(s, a.send.ptr, a.recv.ptr, (size_t)count, (pg_dtype)dtype))
 }
 
 PGF_INTERNAL int pgf_gather(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                             long long sendcount, int dtype, int root) {
-  PGF_START("pg_gather")
-  PGF_COUNT(sendcount, "sendcount")
-  int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
-  buffer sb, rb;
-  int refused = PG_OK;
-  int in_place = at_root && same_array(send, recv, call_, &refused);
-  if (at_root && refused) return refused;
-  st_ = buffer_open(&rb, recv, call_, "recvbuf", times(sendcount, size), dtype, at_root, 1);
-  if (st_ != PG_OK) return st_;
-  if (in_place) { /* the root's block of recvbuf already holds its contribution */
-    buffer_share(&sb, &rb, (size_t)root * (size_t)sendcount * dtype_size(dtype));
-  } else {
-    st_ = buffer_open(&sb, send, call_, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
-    if (st_ != PG_OK) return buffer_close(&rb, st_);
-  }
-  st_ = lib(pg_gather(s, sb.ptr, rb.ptr, (size_t)sendcount, (pg_dtype)dtype, root));
-  buffer_close(&sb, st_);
-  return buffer_close(&rb, st_);
+  PGF_BLOCKING(prepare_gather(s, "pg_gather", send, recv, sendcount, dtype, root, &a),
+               pg_gather(s, a.send.ptr, a.recv.ptr, (size_t)sendcount, (pg_dtype)dtype, root))
 }
 
 PGF_INTERNAL int pgf_scatter(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                              long long recvcount, int dtype, int root) {
-  PGF_START("pg_scatter")
-  PGF_COUNT(recvcount, "recvcount")
-  int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
-  buffer sb, rb;
-  int refused = PG_OK;
-  int in_place = at_root && same_array(send, recv, call_, &refused);
-  if (at_root && refused) return refused;
-  st_ = buffer_open(&sb, send, call_, "sendbuf", times(recvcount, size), dtype, at_root,
-                    in_place);
-  if (st_ != PG_OK) return st_;
-  if (in_place) { /* the root's block stays where it is */
-    buffer_share(&rb, &sb, (size_t)root * (size_t)recvcount * dtype_size(dtype));
-  } else {
-    st_ = buffer_open(&rb, recv, call_, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
-    if (st_ != PG_OK) return buffer_close(&sb, st_);
-  }
-  st_ = lib(pg_scatter(s, sb.ptr, rb.ptr, (size_t)recvcount, (pg_dtype)dtype, root));
-  buffer_close(&rb, st_);
-  return buffer_close(&sb, st_);
+  PGF_BLOCKING(prepare_scatter(s, "pg_scatter", send, recv, recvcount, dtype, root, &a),
+               pg_scatter(s, a.send.ptr, a.recv.ptr, (size_t)recvcount, (pg_dtype)dtype, root))
 }
 
 PGF_INTERNAL int pgf_send(pg_strategy *s, const CFI_cdesc_t *buf, long long count, int dtype,
                           int peer, int tag) {
-  PGF_START("pg_send")
-  PGF_COUNT(count, "count")
-  buffer b;
-  st_ = buffer_open(&b, buf, call_, "buf", (unsigned long long)count, dtype, 1, 0);
-  if (st_ != PG_OK) return st_;
-  st_ = lib(pg_send(s, b.ptr, (size_t)count, (pg_dtype)dtype, peer, tag));
-  return buffer_close(&b, st_);
+  PGF_BLOCKING(prepare_p2p(s, "pg_send", buf, count, dtype, 0, &a),
+               pg_send(s, a.send.ptr, (size_t)count, (pg_dtype)dtype, peer, tag))
 }
 
 PGF_INTERNAL int pgf_recv(pg_strategy *s, const CFI_cdesc_t *buf, long long count, int dtype,
                           int peer, int tag) {
-  PGF_START("pg_recv")
-  PGF_COUNT(count, "count")
-  buffer b;
-  st_ = buffer_open(&b, buf, call_, "buf", (unsigned long long)count, dtype, 1, 1);
-  if (st_ != PG_OK) return st_;
-  st_ = lib(pg_recv(s, b.ptr, (size_t)count, (pg_dtype)dtype, peer, tag));
-  return buffer_close(&b, st_);
+  PGF_BLOCKING(prepare_p2p(s, "pg_recv", buf, count, dtype, 1, &a),
+               pg_recv(s, a.recv.ptr, (size_t)count, (pg_dtype)dtype, peer, tag))
 }
 
 PGF_INTERNAL int pgf_sendrecv(pg_strategy *s, const CFI_cdesc_t *send, long long sendcount,
                               int dest, const CFI_cdesc_t *recv, long long recvcount, int source,
                               int dtype, int tag) {
-  PGF_START("pg_sendrecv")
-  PGF_COUNT(sendcount, "sendcount")
-  PGF_COUNT(recvcount, "recvcount")
-  buffer sb, rb;
-  st_ = buffer_open(&rb, recv, call_, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
-  if (st_ != PG_OK) return st_;
-  st_ = buffer_open(&sb, send, call_, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
-  if (st_ != PG_OK) return buffer_close(&rb, st_);
-  st_ = lib(pg_sendrecv(s, sb.ptr, (size_t)sendcount, dest, rb.ptr, (size_t)recvcount, source,
-                        (pg_dtype)dtype, tag));
-  buffer_close(&sb, st_);
-  return buffer_close(&rb, st_);
+  PGF_BLOCKING(prepare_sendrecv(s, "pg_sendrecv", send, sendcount, recv, recvcount, dtype, &a),
+               pg_sendrecv(s, a.send.ptr, (size_t)sendcount, dest, a.recv.ptr, (size_t)recvcount,
+                           source, (pg_dtype)dtype, tag))
+}
+
+/* ---- nonblocking -------------------------------------------------------------- */
+
+/* A C work plus the packed temporaries of its non-contiguous buffers, which are
+ * unpacked (output buffers, after success) and freed when the work is found
+ * finished: by pg_work_wait, pg_work_test or pg_work_free. The descriptors
+ * Fortran passed live only during the call, so the work keeps copies. */
+typedef struct pgf_work {
+  pg_work *work;
+  args buffers;
+  int finished, status;
+  CFI_CDESC_T(CFI_MAX_RANK) descs[2];
+} pgf_work;
+
+/* Moves the prepared buffers into a new work; on failure closes them. */
+static int work_new(args *a, const char *call, pgf_work **out) {
+  *out = calloc(1, sizeof **out);
+  if (!*out)
+    return args_close(a, shim_fail(PG_ERR_NO_MEMORY, "%s: no memory for the work", call));
+  pgf_work *w = *out;
+  w->buffers = *a;
+  buffer *b[2] = {&w->buffers.send, &w->buffers.recv};
+  for (int i = 0; i < 2; ++i) {
+    if (!b[i]->temp) continue;
+    size_t bytes = offsetof(CFI_cdesc_t, dim) + (size_t)b[i]->desc->rank * sizeof(CFI_dim_t);
+    memcpy(&w->descs[i], b[i]->desc, bytes);
+    b[i]->desc = (const CFI_cdesc_t *)&w->descs[i];
+  }
+  return PG_OK;
+}
+
+/* After the C start: keeps the work, or undoes everything when it failed. */
+static int work_started(pgf_work *w, pg_work *work, int status, pgf_work **out) {
+  if (status != PG_OK) {
+    args_close(&w->buffers, status);
+    free(w);
+    *out = NULL;
+    return status;
+  }
+  w->work = work;
+  *out = w;
+  return PG_OK;
+}
+
+static void work_finish(pgf_work *w, int status) {
+  if (w->finished) return;
+  w->finished = 1;
+  w->status = status;
+  args_close(&w->buffers, status);
+}
+
+/* Nonblocking entries: prepare, move the buffers into a work, start. */
+#define PGF_NONBLOCKING(call_name, prepare_call, c_call) \
+  args a;                                                \
+  pgf_work *w = NULL;                                    \
+  pg_work *work = NULL;                                  \
+  *out = NULL;                                           \
+  int st = (prepare_call);                               \
+  if (st == PG_OK) st = work_new(&a, call_name, &w);     \
+  if (st != PG_OK) return st;                            \
+  const buffer *sb = &w->buffers.send, *rb = &w->buffers.recv; \
+  (void)sb; (void)rb;                                    \
+  return work_started(w, work, lib(c_call), out);
+
+PGF_INTERNAL int pgf_iallreduce(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
+                                long long count, int dtype, int op, pgf_work **out) {
+  PGF_NONBLOCKING("pg_iallreduce",
+                  prepare_allreduce(s, "pg_iallreduce", send, recv, count, dtype, &a),
+                  pg_iallreduce(s, sb->ptr, rb->ptr, (size_t)count, (pg_dtype)dtype, (pg_op)op,
+                                &work))
+}
+
+PGF_INTERNAL int pgf_ibroadcast(pg_strategy *s, const CFI_cdesc_t *buf, long long count,
+                                int dtype, int root, pgf_work **out) {
+  PGF_NONBLOCKING("pg_ibroadcast", prepare_broadcast(s, "pg_ibroadcast", buf, count, dtype, &a),
+                  pg_ibroadcast(s, rb->ptr, (size_t)count, (pg_dtype)dtype, root, &work))
+}
+
+PGF_INTERNAL int pgf_ireduce(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
+                             long long count, int dtype, int op, int root, pgf_work **out) {
+  PGF_NONBLOCKING("pg_ireduce",
+                  prepare_reduce(s, "pg_ireduce", send, recv, count, dtype, root, &a),
+                  pg_ireduce(s, sb->ptr, rb->ptr, (size_t)count, (pg_dtype)dtype, (pg_op)op, root,
+                             &work))
+}
+
+PGF_INTERNAL int pgf_iallgather(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
+                                long long sendcount, int dtype, pgf_work **out) {
+  PGF_NONBLOCKING("pg_iallgather",
+                  prepare_allgather(s, "pg_iallgather", send, recv, sendcount, dtype, &a),
+                  pg_iallgather(s, sb->ptr, rb->ptr, (size_t)sendcount, (pg_dtype)dtype, &work))
+}
+
+PGF_INTERNAL int pgf_ireduce_scatter(pg_strategy *s, const CFI_cdesc_t *send,
+                                     const CFI_cdesc_t *recv, long long recvcount, int dtype,
+                                     int op, pgf_work **out) {
+  PGF_NONBLOCKING("pg_ireduce_scatter",
+                  prepare_reduce_scatter(s, "pg_ireduce_scatter", send, recv, recvcount, dtype,
+                                         &a),
+                  pg_ireduce_scatter(s, sb->ptr, rb->ptr, (size_t)recvcount, (pg_dtype)dtype,
+                                     (pg_op)op, &work))
+}
+
+PGF_INTERNAL int pgf_ialltoall(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
+                               long long count, int dtype, pgf_work **out) {
+  PGF_NONBLOCKING("pg_ialltoall", prepare_alltoall(s, "pg_ialltoall", send, recv, count, dtype, &a),
+                  pg_ialltoall(s, sb->ptr, rb->ptr, (size_t)count, (pg_dtype)dtype, &work))
+}
+
+PGF_INTERNAL int pgf_igather(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
+                             long long sendcount, int dtype, int root, pgf_work **out) {
+  PGF_NONBLOCKING("pg_igather",
+                  prepare_gather(s, "pg_igather", send, recv, sendcount, dtype, root, &a),
+                  pg_igather(s, sb->ptr, rb->ptr, (size_t)sendcount, (pg_dtype)dtype, root,
+                             &work))
+}
+
+PGF_INTERNAL int pgf_iscatter(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
+                              long long recvcount, int dtype, int root, pgf_work **out) {
+  PGF_NONBLOCKING("pg_iscatter",
+                  prepare_scatter(s, "pg_iscatter", send, recv, recvcount, dtype, root, &a),
+                  pg_iscatter(s, sb->ptr, rb->ptr, (size_t)recvcount, (pg_dtype)dtype, root,
+                              &work))
+}
+
+PGF_INTERNAL int pgf_isend(pg_strategy *s, const CFI_cdesc_t *buf, long long count, int dtype,
+                           int peer, int tag, pgf_work **out) {
+  PGF_NONBLOCKING("pg_isend", prepare_p2p(s, "pg_isend", buf, count, dtype, 0, &a),
+                  pg_isend(s, sb->ptr, (size_t)count, (pg_dtype)dtype, peer, tag, &work))
+}
+
+PGF_INTERNAL int pgf_irecv(pg_strategy *s, const CFI_cdesc_t *buf, long long count, int dtype,
+                           int peer, int tag, pgf_work **out) {
+  PGF_NONBLOCKING("pg_irecv", prepare_p2p(s, "pg_irecv", buf, count, dtype, 1, &a),
+                  pg_irecv(s, rb->ptr, (size_t)count, (pg_dtype)dtype, peer, tag, &work))
+}
+
+PGF_INTERNAL int pgf_ibarrier(pg_strategy *s, pgf_work **out) {
+  args a;
+  args_init(&a);
+  pgf_work *w = NULL;
+  pg_work *work = NULL;
+  *out = NULL;
+  int st = check_handle(s, "pg_ibarrier");
+  if (st == PG_OK) st = work_new(&a, "pg_ibarrier", &w);
+  if (st != PG_OK) return st;
+  return work_started(w, work, lib(pg_ibarrier(s, &work)), out);
+}
+
+static int check_work(const pgf_work *w, const char *call) {
+  return w ? PG_OK
+           : shim_fail(PG_ERR_INVALID_ARGUMENT,
+                       "%s: the work is not started (NULL handle), or was freed", call);
+}
+
+PGF_INTERNAL int pgf_work_wait(pgf_work *w, double timeout_seconds) {
+  int st = check_work(w, "pg_work_wait");
+  if (st != PG_OK) return st;
+  if (w->finished) return w->status;
+  st = lib(pg_work_wait(w->work, timeout_seconds));
+  if (st != PG_ERR_TIMEOUT) work_finish(w, st);
+  return st;
+}
+
+PGF_INTERNAL int pgf_work_test(pgf_work *w, int *done) {
+  *done = 0;
+  int st = check_work(w, "pg_work_test");
+  if (st != PG_OK) return st;
+  if (w->finished) {
+    *done = 1;
+    return w->status;
+  }
+  st = lib(pg_work_test(w->work, done));
+  if (*done) work_finish(w, st);
+  return st;
+}
+
+/* Unfinished work: PG_ERR_STATE and nothing freed, as in C. */
+PGF_INTERNAL int pgf_work_free(pgf_work *w) {
+  if (!w) return PG_OK;
+  if (!w->finished) {
+    int done = 0;
+    int st = lib(pg_work_test(w->work, &done));
+    if (!done)
+      return shim_fail(PG_ERR_STATE,
+                       "pg_work_free: the work has not finished; wait for it (pg_work_wait) "
+                       "before freeing it");
+    work_finish(w, st);
+  }
+  int st = lib(pg_work_free(w->work));
+  if (st != PG_OK) return st;
+  free(w);
+  return PG_OK;
 }
