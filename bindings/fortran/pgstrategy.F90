@@ -119,7 +119,8 @@ module pgstrategy
   public :: pg_strategy_create, pg_strategy_split, pg_strategy_destroy
   public :: pg_strategy_backend, pg_strategy_device, pg_strategy_rank, pg_strategy_size
   public :: pg_strategy_local_rank, pg_strategy_local_size, pg_strategy_node_rank
-  public :: pg_strategy_node_count, pg_strategy_describe
+  public :: pg_strategy_node_count, pg_strategy_describe, pg_strategy_set_stream
+  public :: pg_mem_alloc, pg_mem_free
   public :: pg_allreduce, pg_broadcast, pg_reduce, pg_allgather, pg_reduce_scatter
   public :: pg_alltoall, pg_gather, pg_scatter, pg_barrier, pg_send, pg_recv, pg_sendrecv
   public :: pg_iallreduce, pg_ibroadcast, pg_ireduce, pg_iallgather, pg_ireduce_scatter
@@ -127,6 +128,9 @@ module pgstrategy
   public :: pg_work_wait, pg_work_test, pg_work_free
 
   ! Counts: a default integer or an integer(c_size_t).
+  interface pg_mem_alloc
+    module procedure pg_mem_alloc_int, pg_mem_alloc_csize
+  end interface
   interface pg_allreduce
     module procedure pg_allreduce_int, pg_allreduce_csize
   end interface
@@ -318,6 +322,26 @@ module pgstrategy
       integer(c_size_t), value :: len
       integer(c_int) :: pgf_strategy_describe
     end function pgf_strategy_describe
+
+    function pgf_strategy_set_stream(s, stream) bind(C, name="pgf_strategy_set_stream")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: s, stream
+      integer(c_int) :: pgf_strategy_set_stream
+    end function pgf_strategy_set_stream
+
+    function pgf_mem_alloc(s, bytes, ptr) bind(C, name="pgf_mem_alloc")
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: s
+      integer(c_long_long), value :: bytes
+      type(c_ptr), intent(out) :: ptr
+      integer(c_int) :: pgf_mem_alloc
+    end function pgf_mem_alloc
+
+    function pgf_mem_free(s, ptr) bind(C, name="pgf_mem_free")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: s, ptr
+      integer(c_int) :: pgf_mem_free
+    end function pgf_mem_free
 
     function pgf_barrier(s) bind(C, name="pgf_barrier")
       import :: c_int, c_ptr
@@ -789,6 +813,47 @@ contains
     call read_c_text("describe", s, text, status)
     call finish(status, "pg_strategy_describe", ierr)
   end subroutine pg_strategy_describe
+
+  !> Sets the CUDA stream (a cudaStream_t as type(c_ptr)) CUDA backends use.
+  !> PG_ERR_UNSUPPORTED on a CPU strategy.
+  subroutine pg_strategy_set_stream(s, cuda_stream, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(c_ptr), intent(in) :: cuda_stream
+    integer, intent(out), optional :: ierr
+    call finish(pgf_strategy_set_stream(s%handle, cuda_stream), "pg_strategy_set_stream", ierr)
+  end subroutine pg_strategy_set_stream
+
+  ! ---- communication buffers (collective) -----------------------------------------------------
+
+  !> `bytes` of memory backends can use without copying (CPU), or device
+  !> memory (CUDA); view it with c_f_pointer. Free it with pg_mem_free on the
+  !> same strategy.
+  subroutine pg_mem_alloc_csize(s, bytes, ptr, ierr)
+    type(pg_strategy), intent(in) :: s
+    integer(c_size_t), intent(in) :: bytes
+    type(c_ptr), intent(out) :: ptr
+    integer, intent(out), optional :: ierr
+    call finish(pgf_mem_alloc(s%handle, int(bytes, c_long_long), ptr), "pg_mem_alloc", ierr)
+  end subroutine pg_mem_alloc_csize
+
+  subroutine pg_mem_alloc_int(s, bytes, ptr, ierr)
+    type(pg_strategy), intent(in) :: s
+    integer, intent(in) :: bytes
+    type(c_ptr), intent(out) :: ptr
+    integer, intent(out), optional :: ierr
+    call finish(pgf_mem_alloc(s%handle, int(bytes, c_long_long), ptr), "pg_mem_alloc", ierr)
+  end subroutine pg_mem_alloc_int
+
+  !> Frees memory from pg_mem_alloc; ptr is null afterwards.
+  subroutine pg_mem_free(s, ptr, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(c_ptr), intent(inout) :: ptr
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: status
+    status = pgf_mem_free(s%handle, ptr)
+    if (status == PG_OK) ptr = c_null_ptr
+    call finish(status, "pg_mem_free", ierr)
+  end subroutine pg_mem_free
 
   ! ---- collectives (collective over the strategy) ------------------------------------------
 

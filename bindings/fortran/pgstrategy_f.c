@@ -274,6 +274,18 @@ PGF_INTERNAL const char *pgf_default_backend(const char *device) {
   return name;
 }
 
+PGF_INTERNAL int pgf_strategy_set_stream(pg_strategy *s, void *stream) {
+  return lib(pg_strategy_set_stream(s, stream));
+}
+
+PGF_INTERNAL int pgf_mem_alloc(pg_strategy *s, long long bytes, void **ptr) {
+  *ptr = NULL;
+  int st = check_count(bytes, "pg_mem_alloc", "bytes");
+  return st != PG_OK ? st : lib(pg_mem_alloc(s, (size_t)bytes, ptr));
+}
+
+PGF_INTERNAL int pgf_mem_free(pg_strategy *s, void *ptr) { return lib(pg_mem_free(s, ptr)); }
+
 PGF_INTERNAL int pgf_barrier(pg_strategy *s) {
   int st = check_handle(s, "pg_barrier");
   return st != PG_OK ? st : lib(pg_barrier(s));

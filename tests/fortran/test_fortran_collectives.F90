@@ -3,7 +3,7 @@
 !> kinds, in place (the same array as both buffers), non-contiguous sections
 !> (packed), queries and split.
 program test_fortran_collectives
-  use, intrinsic :: iso_c_binding, only: c_size_t, c_associated
+  use, intrinsic :: iso_c_binding, only: c_size_t, c_associated, c_ptr, c_f_pointer
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
   use pgstrategy
   use pgf_test
@@ -31,6 +31,7 @@ program test_fortran_collectives
   call point_to_point()
   call sections()
   call split()
+  call library_memory()
 
   call test_step("destroy")
   call pg_strategy_destroy(s, ierr)
@@ -433,5 +434,24 @@ contains
     call pg_strategy_destroy(none, ierr)
     call check_status(ierr, PG_OK, "pg_strategy_destroy after a split")
   end subroutine split
+
+  !> Memory from pg_mem_alloc, seen through c_f_pointer, as buffers.
+  subroutine library_memory()
+    type(c_ptr) :: mem
+    real(real64), pointer :: v(:)
+    integer :: i
+    call test_step("pg_mem_alloc")
+    call pg_mem_alloc(s, 8*100, mem, ierr)
+    call check_status(ierr, PG_OK, "pg_mem_alloc")
+    if (ierr /= PG_OK) return
+    call c_f_pointer(mem, v, [100])
+    v = [(real(r*i, real64), i=1, 100)]
+    call pg_allreduce(s, v, v, 100_c_size_t, PG_FLOAT64, PG_SUM, ierr)
+    call check_status(ierr, PG_OK, "pg_allreduce in place on pg_mem_alloc memory")
+    call expect(all(v == [(real(i*(p*(p - 1)/2), real64), i=1, 100)]), "allreduce on pg_mem_alloc memory")
+    call pg_mem_free(s, mem, ierr)
+    call check_status(ierr, PG_OK, "pg_mem_free")
+    call expect(.not. c_associated(mem), "pg_mem_free nulls the pointer")
+  end subroutine library_memory
 
 end program test_fortran_collectives

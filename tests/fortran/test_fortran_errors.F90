@@ -3,7 +3,7 @@
 !> negative counts, bad roots and peers, unknown backends and devices, a handle
 !> that was never created. The strategy stays usable after argument errors.
 program test_fortran_errors
-  use, intrinsic :: iso_c_binding, only: c_size_t, c_associated
+  use, intrinsic :: iso_c_binding, only: c_size_t, c_associated, c_null_ptr
   use, intrinsic :: iso_fortran_env, only: int32, real64
   use pgstrategy
   use pgf_test
@@ -106,6 +106,10 @@ contains
     call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_gather with root size+3")
     call pg_scatter(s, x, y, 1, PG_FLOAT64, -2, ierr)
     call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_scatter with root -2")
+
+    call test_step("CUDA stream on a CPU strategy")
+    call pg_strategy_set_stream(s, c_null_ptr, ierr)
+    call check_status(ierr, PG_ERR_UNSUPPORTED, "pg_strategy_set_stream on a cpu strategy")
 
     call test_step("bad peer")
     call pg_send(s, x, 4, PG_FLOAT64, p, 0, ierr)
