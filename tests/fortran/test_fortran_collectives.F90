@@ -400,7 +400,36 @@ contains
     call check_status(ierr, PG_OK, "pg_reduce_scatter in place in a row")
     call expect(all(g(1, 3*r + 1:3*r + 3) == [(p*(p - 1)/2 + 10*p*(3*r + i), i=1, 3)]) .and. &
                 all(g(2, :) == -1), "reduce_scatter in place in a row")
+
+    call test_step("sections: a component of an array of derived type")
+    call components()
   end subroutine sections
+
+  !> Particle-style data: one component of every element is a strided section.
+  subroutine components()
+    type particle
+      real(real64) :: position(3)
+      real(real64) :: mass
+      integer(int32) :: id
+    end type particle
+    type(particle) :: parts(5)
+    real(real64) :: total(5)
+    integer :: i
+    do i = 1, 5
+      parts(i)%position = [i, 2*i, 3*i] + r
+      parts(i)%mass = i + 0.25_real64*r
+      parts(i)%id = 10*r + i
+    end do
+    call pg_allreduce(s, parts%mass, total, 5, PG_FLOAT64, PG_SUM, ierr)
+    call check_status(ierr, PG_OK, "pg_allreduce of parts%mass")
+    call expect(all(total == [(p*i + 0.25_real64*(p*(p - 1)/2), i=1, 5)]), "allreduce of parts%mass")
+    call pg_allreduce(s, parts%position(2), parts%position(2), 5, PG_FLOAT64, PG_MAX, ierr)
+    call check_status(ierr, PG_OK, "pg_allreduce in place of parts%position(2)")
+    call expect(all(parts%position(2) == [(2*i + p - 1, i=1, 5)]), "in place on parts%position(2)")
+    call expect(all(parts%position(1) == [(i + r, i=1, 5)]) .and. &
+                all(parts%position(3) == [(3*i + r, i=1, 5)]) .and. &
+                all(parts%id == [(10*r + i, i=1, 5)]), "the other components are untouched")
+  end subroutine components
 
   subroutine split()
     type(pg_strategy) :: sub, none
