@@ -71,14 +71,9 @@ pg_status check_locally(pg_strategy *s, const char *device, const char *backend,
 
 // The local rank's GPU for "cuda"; the named one for "cuda:N".
 pg_status choose_gpu(pg_strategy *s, int gpus) {
-  if (s->device.index < 0) {
-    if (s->layout.local_rank >= gpus)
-      return fail(PG_ERR_UNAVAILABLE,
-                  "device 'cuda': local rank %d of %d has no GPU of its own (%d visible); "
-                  "run at most %d ranks per node or name the device 'cuda:N'",
-                  s->layout.local_rank, s->layout.local_size, gpus, gpus);
-    s->device.index = s->layout.local_rank;
-  }
+  if (s->device.index < 0)
+    PG_CHECK(topology::choose_cuda_index(s->layout.local_rank, s->layout.local_size, gpus,
+                                         &s->device.index));
   s->device_name = "cuda:" + std::to_string(s->device.index);
   return PG_OK;
 }

@@ -203,7 +203,9 @@ void check_launcher(MPI_Comm world) {
   for (const std::string &note : l.notes) PG_LOG(debug, "%s", note.c_str());
   PG_LOG(debug, "launcher: %s", describe_launcher(l).c_str());
   std::string warning = launcher_warning(l, rank, size);
-  if (!warning.empty()) PG_LOG(warn, "%s", warning.c_str());
+  // Printed whatever PGS_LOG says: N singletons look like a working job until
+  // the results are wrong.
+  if (!warning.empty()) log::write(params::LogLevel::warn, "%s", warning.c_str());
 }
 
 }  // namespace pg::topology
