@@ -1,6 +1,6 @@
 !> Uses the installed module: a strategy on MPI_COMM_WORLD, an allreduce
 !> checked against its analytic answer.
-program consumer_fortran
+program consumer
   use mpi
   use pgstrategy
   implicit none
@@ -26,5 +26,5 @@ program consumer_fortran
   backend = pg_strategy_backend(s)
   call pg_strategy_destroy(s)
   call MPI_Finalize(ierr)
-  if (r == 0) print '(a)', "consumer_fortran: OK (backend "//backend//")"
-end program consumer_fortran
+  if (r == 0) print '("consumer (fortran, ",i0," ranks): OK, backend ",a)', p, backend
+end program consumer
