@@ -165,13 +165,18 @@ static int buffer_open(buffer *b, const CFI_cdesc_t *d, const char *call, const 
   if (elements >= 0 && size > 0) {
     unsigned long long capacity = (unsigned long long)elements * d->elem_len;
     unsigned long long bytes = 0;
-    if (__builtin_mul_overflow(needed, (unsigned long long)size, &bytes) || bytes > capacity)
+    if (needed == ~0ull || __builtin_mul_overflow(needed, (unsigned long long)size, &bytes))
+      return shim_fail(PG_ERR_INVALID_ARGUMENT,
+                       "%s: the size of %s (count times the number of ranks, in elements of "
+                       "%s) overflows; the array passed holds %llu bytes",
+                       call, what, dtype_name(dtype), capacity);
+    if (bytes > capacity)
       return shim_fail(PG_ERR_INVALID_ARGUMENT,
                        "%s: %s needs %llu elements of %s (%llu bytes) but the array passed "
                        "holds %lld elements of %zu bytes (%llu bytes); pass the whole array "
                        "or a section of at least that size, not a single element",
-                       call, what, needed, dtype_name(dtype), needed * (unsigned long long)size,
-                       elements, (size_t)d->elem_len, capacity);
+                       call, what, needed, dtype_name(dtype), bytes, elements,
+                       (size_t)d->elem_len, capacity);
   }
   if (is_contiguous(d)) {
     b->ptr = (char *)d->base_addr;

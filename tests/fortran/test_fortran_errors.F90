@@ -80,6 +80,10 @@ contains
     call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_reduce_scatter from a too small sendbuf")
     call pg_alltoall(s, x, y, 10/p + 1, PG_FLOAT64, ierr)
     call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_alltoall on too small buffers")
+    call pg_allgather(s, x, y, huge(0_c_size_t)/2 + 1, PG_FLOAT64, ierr)
+    call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_allgather with a count near 2**62")
+    call pg_allreduce(s, x, y, huge(0_c_size_t), PG_FLOAT64, PG_SUM, ierr)
+    call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_allreduce with a count of 2**63-1")
     call pg_sendrecv(s, x, 11, r, y, 1, r, PG_FLOAT64, 0, ierr)
     call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_sendrecv with count 11 on 10 elements")
   end subroutine buffer_sizes
