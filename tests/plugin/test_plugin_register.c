@@ -21,6 +21,7 @@ typedef struct only_state {
 } only_state;
 
 static int g_creates, g_destroys;
+static int g_allreduce_runs; /* allreduce calls this backend ran itself */
 
 static pg_status only_create(const pg_backend_context *ctx, void *user_data, void **state) {
   only_state *st = (only_state *)calloc(1, sizeof *st);
@@ -44,6 +45,7 @@ static pg_status only_allreduce(void *state, const void *send, void *recv, size_
   if (op != PG_SUM || (dtype != PG_INT32 && dtype != PG_FLOAT64)) return PG_ERR_UNSUPPORTED;
   MPI_Datatype type = dtype == PG_INT32 ? MPI_INT32_T : MPI_DOUBLE;
   ++st->calls;
+  ++g_allreduce_runs;
   if (count > (size_t)INT32_MAX) return PG_ERR_UNSUPPORTED;
   int rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, type, MPI_SUM,
                          st->comm);
@@ -247,6 +249,15 @@ static void check_only_allreduce(MPI_Comm comm, const char *what) {
   double avg = rank, avg_out = -1;
   PG_CHECK_STATUS(pg_allreduce(s, &avg, &avg_out, 1, PG_FLOAT64, PG_AVG), PG_OK);
   PG_CHECK_TRUE(avg_out == (size - 1) / 2.0, "fallback AVG gave %g", avg_out);
+
+  /* Declining one pair delegates that call only: the pairs the backend
+   * implements still run on it. */
+  int runs = g_allreduce_runs;
+  int32_t one = 1, total = 0;
+  PG_CHECK_STATUS(pg_allreduce(s, &one, &total, 1, PG_INT32, PG_SUM), PG_OK);
+  PG_CHECK_TRUE(total == size, "allreduce after a fallback gave %d", (int)total);
+  PG_CHECK_TRUE(g_allreduce_runs == runs + 1,
+                "after one declined pair, int32 SUM no longer runs on the backend that implements it");
 
   /* Missing operations fall back, with their results checked. */
   enum { N = 37 };
