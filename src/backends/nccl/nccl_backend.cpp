@@ -435,4 +435,24 @@ pg_status cuda_device_count(int *count) {
   return PG_OK;
 }
 
+pg_status mem_alloc(int device, std::size_t bytes, void **ptr) {
+  *ptr = nullptr;
+  PG_CUDA_DEVICE_GUARD(guard, device);
+  cudaError_t error = cudaMalloc(ptr, bytes ? bytes : 1);
+  if (error == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    return fail(PG_ERR_NO_MEMORY, "pg_mem_alloc: cannot allocate %zu bytes on cuda:%d: %s", bytes,
+                device, cudaGetErrorString(error));
+  }
+  PG_CUDA_CHECK(error);
+  return PG_OK;
+}
+
+pg_status mem_free(int device, void *ptr) {
+  if (!ptr) return PG_OK;
+  PG_CUDA_DEVICE_GUARD(guard, device);
+  PG_CUDA_CHECK(cudaFree(ptr));
+  return PG_OK;
+}
+
 }  // namespace pg::nccl

@@ -3,6 +3,8 @@
 // under PG_HAVE_CUDA.
 #pragma once
 
+#include <cstddef>
+
 #include "core/registry.h"
 
 namespace pg::nccl {
@@ -13,5 +15,10 @@ BackendEntry entry();
 // GPUs the CUDA runtime can use here. PG_ERR_UNAVAILABLE, saying why, when
 // there are none: no driver, a runtime error, or no visible device.
 pg_status cuda_device_count(int *count);
+
+// Device memory on GPU `device` for pg_mem_alloc on a CUDA strategy (cudaMalloc;
+// the caller's current device is left as it was). Not collective by itself.
+pg_status mem_alloc(int device, std::size_t bytes, void **ptr);
+pg_status mem_free(int device, void *ptr);
 
 }  // namespace pg::nccl
