@@ -19,7 +19,10 @@
 !>   through this module. Some argument errors are found by the module itself
 !>   (buffer sizes, negative counts, a handle that was never created), which
 !>   keeps its own message; pg_last_error() returns the module's message when the
-!>   last failure came from the module, and the library's otherwise.
+!>   last failure came from the module, and the library's otherwise. Under
+!>   PGS_DEBUG=detail the module's refusals are collective, like the library's:
+!>   a refused call still reaches the library (without buffers), which fails it
+!>   on every rank.
 !> - Buffers are `type(*), dimension(..)`: any type, kind and rank, scalars too.
 !>   `count` elements of `dtype` must fit in the bytes the actual argument
 !>   describes, or the call fails with PG_ERR_INVALID_ARGUMENT: pass the array or

@@ -271,7 +271,9 @@ PGF_INTERNAL int pgf_strategy_describe(const pg_strategy *s, char *buf, size_t l
   return lib(pg_strategy_describe(s, buf, len));
 }
 
-PGF_INTERNAL int pgf_backends_list(char *buf, size_t len) { return lib(pg_backends_list(buf, len)); }
+PGF_INTERNAL int pgf_backends_list(char *buf, size_t len) {
+  return lib(pg_backends_list(buf, len));
+}
 
 PGF_INTERNAL const char *pgf_default_backend(const char *device) {
   const char *name = pg_default_backend(device);
@@ -493,11 +495,29 @@ static int prepare_sendrecv(pg_strategy *s, const char *call, const CFI_cdesc_t 
   return st == PG_OK ? st : args_close(a, st);
 }
 
+/* After the shim refused a call on a live strategy, the library still sees the
+ * call, with NULL buffers: it fails it at once on this rank or, under
+ * PGS_DEBUG=detail, on every rank together, as it does with its own argument
+ * errors (and its sequence numbers stay in step). The shim's status and
+ * message stand. A zero-count call the library accepted is completed. */
+static int forward_refusal(int status, pg_status library_status, pg_work *work) {
+  if (library_status == PG_OK && work) {
+    pg_work_wait(work, -1);
+    pg_work_free(work);
+  }
+  shim_owns_last_error = 1;
+  return status;
+}
+
 /* Blocking entries: prepare, call, close. */
-#define PGF_BLOCKING(prepare_call, c_call) \
-  args a;                                  \
-  int st = (prepare_call);                 \
-  if (st != PG_OK) return st;              \
+#define PGF_BLOCKING(prepare_call, c_call)                \
+  args a;                                                 \
+  int st = (prepare_call);                                \
+  if (st != PG_OK) {                                      \
+    if (!s) return st;                                    \
+    a.send.ptr = a.recv.ptr = NULL;                       \
+    return forward_refusal(st, c_call, NULL);             \
+  }                                                       \
   return args_close(&a, lib(c_call));
 
 PGF_INTERNAL int pgf_allreduce(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
@@ -622,45 +642,49 @@ static void work_finish(pgf_work *w, int status) {
 }
 
 /* Nonblocking entries: prepare, move the buffers into a work, start. */
-#define PGF_NONBLOCKING(call_name, prepare_call, c_call) \
-  args a;                                                \
-  pgf_work *w = NULL;                                    \
-  pg_work *work = NULL;                                  \
-  *out = NULL;                                           \
-  int st = (prepare_call);                               \
-  if (st == PG_OK) st = work_new(&a, call_name, &w);     \
-  if (st != PG_OK) return st;                            \
-  const buffer *sb = &w->buffers.send, *rb = &w->buffers.recv; \
-  (void)sb; (void)rb;                                    \
+#define PGF_NONBLOCKING(call_name, prepare_call, c_call)  \
+  args a;                                                 \
+  pgf_work *w = NULL;                                     \
+  pg_work *work = NULL;                                   \
+  *out = NULL;                                            \
+  int st = (prepare_call);                                \
+  if (st == PG_OK) st = work_new(&a, call_name, &w);      \
+  if (st != PG_OK) {                                      \
+    if (!s) return st;                                    \
+    a.send.ptr = a.recv.ptr = NULL;                       \
+    pg_status library_status = c_call;                    \
+    return forward_refusal(st, library_status, work);     \
+  }                                                       \
   return work_started(w, work, lib(c_call), out);
 
 PGF_INTERNAL int pgf_iallreduce(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                                 long long count, int dtype, int op, pgf_work **out) {
   PGF_NONBLOCKING("pg_iallreduce",
                   prepare_allreduce(s, "pg_iallreduce", send, recv, count, dtype, &a),
-                  pg_iallreduce(s, sb->ptr, rb->ptr, (size_t)count, (pg_dtype)dtype, (pg_op)op,
-                                &work))
+                  pg_iallreduce(s, a.send.ptr, a.recv.ptr, (size_t)count, (pg_dtype)dtype,
+                                (pg_op)op, &work))
 }
 
 PGF_INTERNAL int pgf_ibroadcast(pg_strategy *s, const CFI_cdesc_t *buf, long long count,
                                 int dtype, int root, pgf_work **out) {
   PGF_NONBLOCKING("pg_ibroadcast", prepare_broadcast(s, "pg_ibroadcast", buf, count, dtype, &a),
-                  pg_ibroadcast(s, rb->ptr, (size_t)count, (pg_dtype)dtype, root, &work))
+                  pg_ibroadcast(s, a.recv.ptr, (size_t)count, (pg_dtype)dtype, root, &work))
 }
 
 PGF_INTERNAL int pgf_ireduce(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                              long long count, int dtype, int op, int root, pgf_work **out) {
   PGF_NONBLOCKING("pg_ireduce",
                   prepare_reduce(s, "pg_ireduce", send, recv, count, dtype, root, &a),
-                  pg_ireduce(s, sb->ptr, rb->ptr, (size_t)count, (pg_dtype)dtype, (pg_op)op, root,
-                             &work))
+                  pg_ireduce(s, a.send.ptr, a.recv.ptr, (size_t)count, (pg_dtype)dtype,
+                             (pg_op)op, root, &work))
 }
 
 PGF_INTERNAL int pgf_iallgather(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                                 long long sendcount, int dtype, pgf_work **out) {
   PGF_NONBLOCKING("pg_iallgather",
                   prepare_allgather(s, "pg_iallgather", send, recv, sendcount, dtype, &a),
-                  pg_iallgather(s, sb->ptr, rb->ptr, (size_t)sendcount, (pg_dtype)dtype, &work))
+                  pg_iallgather(s, a.send.ptr, a.recv.ptr, (size_t)sendcount, (pg_dtype)dtype,
+                                &work))
 }
 
 PGF_INTERNAL int pgf_ireduce_scatter(pg_strategy *s, const CFI_cdesc_t *send,
@@ -669,21 +693,21 @@ PGF_INTERNAL int pgf_ireduce_scatter(pg_strategy *s, const CFI_cdesc_t *send,
   PGF_NONBLOCKING("pg_ireduce_scatter",
                   prepare_reduce_scatter(s, "pg_ireduce_scatter", send, recv, recvcount, dtype,
                                          &a),
-                  pg_ireduce_scatter(s, sb->ptr, rb->ptr, (size_t)recvcount, (pg_dtype)dtype,
+                  pg_ireduce_scatter(s, a.send.ptr, a.recv.ptr, (size_t)recvcount, (pg_dtype)dtype,
                                      (pg_op)op, &work))
 }
 
 PGF_INTERNAL int pgf_ialltoall(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                                long long count, int dtype, pgf_work **out) {
   PGF_NONBLOCKING("pg_ialltoall", prepare_alltoall(s, "pg_ialltoall", send, recv, count, dtype, &a),
-                  pg_ialltoall(s, sb->ptr, rb->ptr, (size_t)count, (pg_dtype)dtype, &work))
+                  pg_ialltoall(s, a.send.ptr, a.recv.ptr, (size_t)count, (pg_dtype)dtype, &work))
 }
 
 PGF_INTERNAL int pgf_igather(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
                              long long sendcount, int dtype, int root, pgf_work **out) {
   PGF_NONBLOCKING("pg_igather",
                   prepare_gather(s, "pg_igather", send, recv, sendcount, dtype, root, &a),
-                  pg_igather(s, sb->ptr, rb->ptr, (size_t)sendcount, (pg_dtype)dtype, root,
+                  pg_igather(s, a.send.ptr, a.recv.ptr, (size_t)sendcount, (pg_dtype)dtype, root,
                              &work))
 }
 
@@ -691,20 +715,20 @@ PGF_INTERNAL int pgf_iscatter(pg_strategy *s, const CFI_cdesc_t *send, const CFI
                               long long recvcount, int dtype, int root, pgf_work **out) {
   PGF_NONBLOCKING("pg_iscatter",
                   prepare_scatter(s, "pg_iscatter", send, recv, recvcount, dtype, root, &a),
-                  pg_iscatter(s, sb->ptr, rb->ptr, (size_t)recvcount, (pg_dtype)dtype, root,
+                  pg_iscatter(s, a.send.ptr, a.recv.ptr, (size_t)recvcount, (pg_dtype)dtype, root,
                               &work))
 }
 
 PGF_INTERNAL int pgf_isend(pg_strategy *s, const CFI_cdesc_t *buf, long long count, int dtype,
                            int peer, int tag, pgf_work **out) {
   PGF_NONBLOCKING("pg_isend", prepare_p2p(s, "pg_isend", buf, count, dtype, 0, &a),
-                  pg_isend(s, sb->ptr, (size_t)count, (pg_dtype)dtype, peer, tag, &work))
+                  pg_isend(s, a.send.ptr, (size_t)count, (pg_dtype)dtype, peer, tag, &work))
 }
 
 PGF_INTERNAL int pgf_irecv(pg_strategy *s, const CFI_cdesc_t *buf, long long count, int dtype,
                            int peer, int tag, pgf_work **out) {
   PGF_NONBLOCKING("pg_irecv", prepare_p2p(s, "pg_irecv", buf, count, dtype, 1, &a),
-                  pg_irecv(s, rb->ptr, (size_t)count, (pg_dtype)dtype, peer, tag, &work))
+                  pg_irecv(s, a.recv.ptr, (size_t)count, (pg_dtype)dtype, peer, tag, &work))
 }
 
 PGF_INTERNAL int pgf_ibarrier(pg_strategy *s, pgf_work **out) {
@@ -714,8 +738,12 @@ PGF_INTERNAL int pgf_ibarrier(pg_strategy *s, pgf_work **out) {
   pg_work *work = NULL;
   *out = NULL;
   int st = check_handle(s, "pg_ibarrier");
-  if (st == PG_OK) st = work_new(&a, "pg_ibarrier", &w);
   if (st != PG_OK) return st;
+  st = work_new(&a, "pg_ibarrier", &w);
+  if (st != PG_OK) {
+    pg_status library_status = pg_ibarrier(s, &work);
+    return forward_refusal(st, library_status, work);
+  }
   return work_started(w, work, lib(pg_ibarrier(s, &work)), out);
 }
 

@@ -24,6 +24,7 @@ program test_fortran_errors
   call counts_and_roots()
   call creation()
   call library_information()
+  call refused_on_one_rank()
   call still_usable()
 
   call pg_strategy_destroy(s, ierr)
@@ -178,6 +179,35 @@ contains
     call expect(major == PG_VERSION_MAJOR .and. minor == PG_VERSION_MINOR .and. &
                 patch == PG_VERSION_PATCH, "pg_version matches the module's constants")
   end subroutine library_information
+
+  !> Under PGS_DEBUG=detail, argument errors are collective: a call the module
+  !> refuses on one rank fails on every rank instead of leaving the others
+  !> waiting. (Without it they are local, and this case would hang.)
+  subroutine refused_on_one_rank()
+    character(len=16) :: debug
+    real(real64), allocatable :: x(:), y(:)
+    type(pg_work) :: w
+    integer :: length
+    call get_environment_variable("PGS_DEBUG", debug, length)
+    if (debug /= "detail" .or. p < 2) return
+    call test_step("PGS_DEBUG=detail: refused on rank 0 only")
+    allocate (x(merge(10, 11, r == 0)), y(11))
+    x = 1
+    call pg_allreduce(s, x, y, 11, PG_FLOAT64, PG_SUM, ierr)
+    if (r == 0) then
+      call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_allreduce of 11 on 10 elements")
+      call expect(message_has([character(len=16) :: "needs 11"]), "the module's message stands")
+    else
+      call expect(ierr /= PG_OK, "the peers of a refused call fail too")
+    end if
+    call pg_iallreduce(s, x, y, 11, PG_FLOAT64, PG_SUM, w, ierr)
+    if (r == 0) then
+      call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_iallreduce of 11 on 10 elements")
+    else
+      call expect(ierr /= PG_OK, "the peers of a refused nonblocking call fail too")
+    end if
+    call expect(.not. c_associated(w%handle), "no work after a refused start")
+  end subroutine refused_on_one_rank
 
   subroutine still_usable()
     real(real64) :: x(3), y(3)
