@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <mpi.h>
+#include <pthread.h>
 
 #include "pg_strategy.h"
 #include "pg_test.h"
@@ -71,6 +72,54 @@ static void check_ring(pg_strategy *s) {
   PG_CHECK_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
   PG_CHECK_TRUE(contains(text, "delegated") && contains(text, "broadcast"),
                 "describe should list delegated operations: %s", text);
+}
+
+/* Several threads ask for the same plugin at once, each creating a strategy
+ * on its own communicator: the plugin is loaded once (a second init would fail
+ * to register its name again) and every create succeeds. */
+enum { THREADS = 4 };
+typedef struct thread_arg {
+  MPI_Comm comm;
+  pg_status status;
+  char error[512];
+} thread_arg;
+
+static void *create_in_thread(void *p) {
+  thread_arg *a = (thread_arg *)p;
+  pg_strategy *s = NULL;
+  a->status = pg_strategy_create_comm("cpu", "ring", a->comm, &s);
+  snprintf(a->error, sizeof a->error, "%s", a->status == PG_OK ? "" : pg_last_error());
+  if (s) {
+    float v = 1.0f, sum = 0.0f;
+    if (pg_allreduce(s, &v, &sum, 1, PG_FLOAT32, PG_SUM) != PG_OK || sum != (float)pg_strategy_size(s))
+      a->status = PG_ERR_INTERNAL;
+    pg_strategy_destroy(s);
+  }
+  return NULL;
+}
+
+static void check_concurrent_load(int thread_level) {
+  pg_test_step("concurrent load");
+  if (thread_level < MPI_THREAD_MULTIPLE) return;
+  set_env("PGS_PLUGIN_PATH", PG_TEST_PLUGIN_DIR);
+  set_env("PGS_BACKEND", NULL);
+  /* The first create of the process runs alone. */
+  pg_strategy *first = NULL;
+  PG_CHECK_STATUS(pg_strategy_create("cpu", "mpi", &first), PG_OK);
+  pg_strategy_destroy(first);
+  thread_arg args[THREADS];
+  pthread_t threads[THREADS];
+  for (int i = 0; i < THREADS; ++i) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &args[i].comm);
+    args[i].status = PG_ERR_INTERNAL;
+  }
+  for (int i = 0; i < THREADS; ++i) pthread_create(&threads[i], NULL, create_in_thread, &args[i]);
+  for (int i = 0; i < THREADS; ++i) pthread_join(threads[i], NULL);
+  for (int i = 0; i < THREADS; ++i) {
+    PG_CHECK_TRUE(args[i].status == PG_OK, "thread %d: %s: %s", i, pg_status_name(args[i].status),
+                  args[i].error);
+    MPI_Comm_free(&args[i].comm);
+  }
 }
 
 static void check_load_by_argument(void) {
@@ -189,9 +238,11 @@ static void check_missing_on_one_rank(void) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int level = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
   pg_test_watchdog("test_plugin_load");
   check_not_found();
+  check_concurrent_load(level);
   check_load_by_argument();
   check_load_by_env();
   check_bad_path();
