@@ -173,8 +173,14 @@ pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
     *ptr = nullptr;
     if (bytes > static_cast<size_t>(MPI_Aint(~0ull >> 1)))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: %zu bytes is too large", bytes);
-    // Memory MPI may have registered with the network: its transfers skip a copy.
     void *p = nullptr;
+    if (s->device.cuda) {
+      PG_CHECK(pg::registry::cuda_mem_alloc(s->device.index, bytes, &p));
+      s->allocations.insert(p);
+      *ptr = p;
+      return PG_OK;
+    }
+    // Memory MPI may have registered with the network: its transfers skip a copy.
     if (MPI_Alloc_mem(static_cast<MPI_Aint>(bytes ? bytes : 1), MPI_INFO_NULL, &p) != MPI_SUCCESS || !p)
       return pg::fail(PG_ERR_NO_MEMORY, "pg_mem_alloc: cannot allocate %zu bytes", bytes);
     s->allocations.insert(p);
@@ -189,6 +195,7 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
     if (!ptr) return PG_OK;
     if (!s->allocations.erase(ptr))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_free: %p was not allocated by pg_mem_alloc on this strategy", ptr);
+    if (s->device.cuda) return pg::registry::cuda_mem_free(s->device.index, ptr);
     MPI_Free_mem(ptr);
     return PG_OK;
   });

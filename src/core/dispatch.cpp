@@ -75,6 +75,19 @@ pg_status pick(pg_strategy *s, Coll coll, Instance **out) {
   return PG_OK;
 }
 
+// In-place alltoall on CPU memory is staged into a copy, so CPU backends never
+// see it; CUDA backends get it as it is (the copy would be device memory).
+bool needs_stage(const pg_strategy *s, const CollArgs &a) {
+  return a.coll == Coll::alltoall && a.send == a.recv && !s->device.cuda;
+}
+
+void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
+  if (!needs_stage(s, *a)) return;
+  const char *p = static_cast<const char *>(a->send);
+  stage->assign(p, p + a->count * dtype_size(a->dtype) * static_cast<std::size_t>(s->size));
+  a->send = stage->data();
+}
+
 pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a);
 
 // Runs on `inst`, polling for the watchdog in this thread below MPI_THREAD_MULTIPLE.
@@ -101,11 +114,7 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
 pg_status execute(pg_strategy *s, const CollArgs &args) {
   CollArgs a = args;
   std::vector<char> stage;
-  if (a.coll == Coll::alltoall && a.send == a.recv) {
-    const char *p = static_cast<const char *>(a.send);
-    stage.assign(p, p + a.count * dtype_size(a.dtype) * static_cast<std::size_t>(s->size));
-    a.send = stage.data();
-  }
+  stage_alltoall(s, &a, &stage);
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
   if (!is_p2p(a.coll)) watchdog::begin(s, a.coll);
@@ -170,7 +179,7 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
     pg_status st = PG_ERR_UNSUPPORTED;
     CollArgs a = args;
     // A native start keeps the order only when nothing is queued before it.
-    if (s->progress.idle() && !(a.coll == Coll::alltoall && a.send == a.recv)) {
+    if (s->progress.idle() && !needs_stage(s, a)) {
       Instance *inst = nullptr;
       PG_CHECK(pick(s, a.coll, &inst));
       st = inst->backend->start(a, &w->native);
@@ -178,11 +187,7 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
     }
     if (st == PG_ERR_UNSUPPORTED) {
       w->native.reset();
-      if (a.coll == Coll::alltoall && a.send == a.recv) {
-        const char *p = static_cast<const char *>(a.send);
-        w->stage.assign(p, p + a.count * dtype_size(a.dtype) * static_cast<std::size_t>(s->size));
-        a.send = w->stage.data();
-      }
+      stage_alltoall(s, &a, &w->stage);
       if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
         pg_work *raw = w.get();
         s->progress.submit([s, raw, a] {

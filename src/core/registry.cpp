@@ -126,7 +126,7 @@ pg_status add_table(const pg_backend_ops *ops) {
 }
 
 pg_status cuda_device_count(int *count) {
-  *count = 0;
+  if (count) *count = 0;
 #ifdef PG_HAVE_CUDA
   return nccl::cuda_device_count(count);
 #else
@@ -135,6 +135,17 @@ pg_status cuda_device_count(int *count) {
               "(configure with -DPGS_ENABLE_CUDA=ON and a CUDA toolkit with NCCL)");
 #endif
 }
+
+#ifdef PG_HAVE_CUDA
+pg_status cuda_mem_alloc(int device, std::size_t bytes, void **ptr) {
+  return nccl::mem_alloc(device, bytes, ptr);
+}
+pg_status cuda_mem_free(int device, void *ptr) { return nccl::mem_free(device, ptr); }
+#else
+// Unreachable: no CUDA strategy exists without CUDA.
+pg_status cuda_mem_alloc(int, std::size_t, void **) { return cuda_device_count(nullptr); }
+pg_status cuda_mem_free(int, void *) { return cuda_device_count(nullptr); }
+#endif
 
 const BackendEntry *find(const std::string &name) {
   Registry &r = instance();

@@ -29,6 +29,9 @@ std::vector<std::string> names();
 // GPUs CUDA can use here; PG_ERR_UNAVAILABLE saying why when there are none
 // (a build without CUDA, no driver, no device).
 pg_status cuda_device_count(int *count);
+// Device memory on GPU `device` (pg_mem_alloc on a CUDA strategy).
+pg_status cuda_mem_alloc(int device, std::size_t bytes, void **ptr);
+pg_status cuda_mem_free(int device, void *ptr);
 // Whether `name` fits [a-z0-9_]{1,63}.
 bool valid_name(const std::string &name);
 

@@ -232,7 +232,12 @@ pg_status destroy_strategy(pg_strategy *s) {
   }
   s->works.clear();
   if (alive)
-    for (void *p : s->allocations) MPI_Free_mem(p);
+    for (void *p : s->allocations) {
+      if (s->device.cuda)
+        registry::cuda_mem_free(s->device.index, p);
+      else
+        MPI_Free_mem(p);
+    }
   s->fallback.reset();
   s->primary.reset();
   if (alive) {
