@@ -81,6 +81,8 @@ typedef struct pg_backend_ops {
                          pg_dtype dtype);
   pg_status (*reduce_scatter)(void *state, const void *send, void *recv, size_t recvcount,
                               pg_dtype dtype, pg_op op);
+  /* On CPU the library stages an in-place alltoall, so send != recv here; on
+   * CUDA send == recv reaches the backend (in place). */
   pg_status (*alltoall)(void *state, const void *send, void *recv, size_t count,
                         pg_dtype dtype);
   pg_status (*gather)(void *state, const void *send, void *recv, size_t sendcount,
