@@ -156,6 +156,29 @@ static void check_fallbacks(pg_strategy *g) {
                 "describe should list exactly what gloo lacks: %s", text);
 }
 
+/* Nonblocking calls on gloo run on the library's progress thread (at
+ * MPI_THREAD_MULTIPLE) or inline; either way in order with blocking calls. */
+static void check_nonblocking(pg_strategy *g) {
+  pg_test_step("nonblocking");
+  const int rank = pg_strategy_rank(g), size = pg_strategy_size(g);
+  enum { N = 70001 };
+  float *a = (float *)malloc(N * sizeof *a), *b = (float *)malloc(N * sizeof *b);
+  for (int i = 0; i < N; ++i) a[i] = (float)(rank + i % 3);
+  pg_work *w1 = NULL, *w2 = NULL;
+  PG_CHECK_STATUS(pg_iallreduce(g, a, a, N, PG_FLOAT32, PG_SUM, &w1), PG_OK);
+  int32_t root_value = rank == 0 ? 42 : 0;
+  PG_CHECK_STATUS(pg_ibroadcast(g, &root_value, 1, PG_INT32, 0, &w2), PG_OK);
+  PG_CHECK_STATUS(pg_work_wait(w1, -1), PG_OK);
+  PG_CHECK_STATUS(pg_work_wait(w2, -1), PG_OK);
+  PG_CHECK_STATUS(pg_work_free(w1), PG_OK);
+  PG_CHECK_STATUS(pg_work_free(w2), PG_OK);
+  PG_CHECK_STATUS(pg_allreduce(g, a, b, N, PG_FLOAT32, PG_MAX), PG_OK); /* blocking, after */
+  int wrong = root_value != 42;
+  for (int i = 0; i < N; ++i) wrong += a[i] != (float)(size * (size - 1) / 2 + size * (i % 3)) || b[i] != a[i];
+  PG_CHECK_TRUE(wrong == 0, "nonblocking: %d wrong", wrong);
+  free(a); free(b);
+}
+
 /* GLOO_SOCKET_IFNAME picks the interface; a bad one fails create on every rank. */
 static void check_iface(pg_strategy *m) {
   int size = 0;
@@ -185,7 +208,8 @@ static void check_iface(pg_strategy *m) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int level = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
   pg_test_watchdog("test_plugin_gloo");
   setenv("PGS_PLUGIN_PATH", PG_TEST_PLUGIN_DIR, 1);
 
@@ -200,6 +224,7 @@ int main(int argc, char **argv) {
     pg_test_step("barrier");
     for (int i = 0; i < 5; ++i) PG_CHECK_STATUS(pg_barrier(g), PG_OK);
     check_fallbacks(g);
+    check_nonblocking(g);
 
     /* A second gloo strategy on a reversed communicator, used alongside the first. */
     int rank = 0, size = 0;
