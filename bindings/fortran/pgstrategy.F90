@@ -29,7 +29,9 @@
 !>   a section, not its first element (the legacy `a(1,1)` is a scalar here). An
 !>   assumed-size array (`a(*)`) has no known size and is not checked.
 !>   A non-contiguous section is packed into a temporary (and unpacked after an
-!>   output call that succeeded), so it works at the cost of a copy.
+!>   output call that succeeded), so it works at the cost of a copy. Packing is
+!>   done by the CPU: on a CUDA strategy (device memory) a non-contiguous buffer
+!>   is refused with PG_ERR_INVALID_ARGUMENT.
 !> - Counts are default integers or integer(c_size_t) (both counts of
 !>   pg_sendrecv the same kind); a negative count is PG_ERR_INVALID_ARGUMENT.
 !> - In place: pass the same array as both buffers.

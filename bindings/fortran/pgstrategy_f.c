@@ -151,10 +151,18 @@ typedef struct buffer {
   int output;   /* the call writes it: unpack after success */
 } buffer;
 
+/* Packing copies with the CPU: only CPU strategies take packed buffers (CUDA
+ * strategies take device memory, which the host cannot copy). */
+static int host_memory(const pg_strategy *s) {
+  const char *device = pg_strategy_device(s);
+  return device && strcmp(device, "cpu") == 0;
+}
+
 /* `needed` elements of `dtype` must fit; `used` = 0 for a root-only buffer on
  * another rank (the C call gets NULL). Packs a non-contiguous array. */
-static int buffer_open(buffer *b, const CFI_cdesc_t *d, const char *call, const char *what,
-                       unsigned long long needed, int dtype, int used, int output) {
+static int buffer_open(buffer *b, const pg_strategy *s, const CFI_cdesc_t *d, const char *call,
+                       const char *what, unsigned long long needed, int dtype, int used,
+                       int output) {
   b->desc = d;
   b->ptr = NULL;
   b->temp = NULL;
@@ -182,6 +190,11 @@ static int buffer_open(buffer *b, const CFI_cdesc_t *d, const char *call, const 
     b->ptr = (char *)d->base_addr;
     return PG_OK;
   }
+  if (!host_memory(s))
+    return shim_fail(PG_ERR_INVALID_ARGUMENT,
+                     "%s: %s is a non-contiguous section, which is packed in host memory; a "
+                     "strategy for device '%s' needs contiguous device memory",
+                     call, what, pg_strategy_device(s));
   size_t bytes = (size_t)elements * d->elem_len;
   b->temp = malloc(bytes);
   if (!b->temp)
@@ -325,13 +338,13 @@ static int prepare_allreduce(pg_strategy *s, const char *call, const CFI_cdesc_t
   int refused = PG_OK;
   int in_place = same_array(send, recv, call, &refused);
   if (refused) return refused;
-  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)count, dtype, 1, 1);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)count, dtype, 1, 1);
   if (st != PG_OK) return st;
   if (in_place) {
     buffer_share(&a->send, &a->recv, 0);
     return PG_OK;
   }
-  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)count, dtype, 1, 0);
+  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)count, dtype, 1, 0);
   return st == PG_OK ? st : args_close(a, st);
 }
 
@@ -341,7 +354,7 @@ static int prepare_broadcast(pg_strategy *s, const char *call, const CFI_cdesc_t
   int st = check_handle(s, call);
   if (st == PG_OK) st = check_count(count, call, "count");
   if (st != PG_OK) return st;
-  return buffer_open(&a->recv, buf, call, "buf", (unsigned long long)count, dtype, 1, 1);
+  return buffer_open(&a->recv, s, buf, call, "buf", (unsigned long long)count, dtype, 1, 1);
 }
 
 static int prepare_reduce(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
@@ -354,13 +367,14 @@ static int prepare_reduce(pg_strategy *s, const char *call, const CFI_cdesc_t *s
   int refused = PG_OK;
   int in_place = at_root && same_array(send, recv, call, &refused);
   if (refused) return refused;
-  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)count, dtype, at_root, 1);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)count, dtype, at_root,
+                   1);
   if (st != PG_OK) return st;
   if (in_place) {
     buffer_share(&a->send, &a->recv, 0);
     return PG_OK;
   }
-  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)count, dtype, 1, 0);
+  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)count, dtype, 1, 0);
   return st == PG_OK ? st : args_close(a, st);
 }
 
@@ -374,13 +388,13 @@ static int prepare_allgather(pg_strategy *s, const char *call, const CFI_cdesc_t
   int refused = PG_OK;
   int in_place = same_array(send, recv, call, &refused);
   if (refused) return refused;
-  st = buffer_open(&a->recv, recv, call, "recvbuf", times(sendcount, size), dtype, 1, 1);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(sendcount, size), dtype, 1, 1);
   if (st != PG_OK) return st;
   if (in_place) { /* this rank's block of recvbuf already holds its contribution */
     buffer_share(&a->send, &a->recv, (size_t)rank * (size_t)sendcount * dtype_size(dtype));
     return PG_OK;
   }
-  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
+  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
   return st == PG_OK ? st : args_close(a, st);
 }
 
@@ -396,14 +410,14 @@ static int prepare_reduce_scatter(pg_strategy *s, const char *call, const CFI_cd
   int in_place = same_array(send, recv, call, &refused);
   if (refused) return refused;
   if (in_place) { /* the result lands in this rank's block of the array */
-    st = buffer_open(&a->send, send, call, "sendbuf", times(recvcount, size), dtype, 1, 1);
+    st = buffer_open(&a->send, s, send, call, "sendbuf", times(recvcount, size), dtype, 1, 1);
     if (st != PG_OK) return st;
     buffer_share(&a->recv, &a->send, (size_t)rank * (size_t)recvcount * dtype_size(dtype));
     return PG_OK;
   }
-  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
   if (st != PG_OK) return st;
-  st = buffer_open(&a->send, send, call, "sendbuf", times(recvcount, size), dtype, 1, 0);
+  st = buffer_open(&a->send, s, send, call, "sendbuf", times(recvcount, size), dtype, 1, 0);
   return st == PG_OK ? st : args_close(a, st);
 }
 
@@ -417,13 +431,13 @@ static int prepare_alltoall(pg_strategy *s, const char *call, const CFI_cdesc_t 
   int refused = PG_OK;
   int in_place = same_array(send, recv, call, &refused);
   if (refused) return refused;
-  st = buffer_open(&a->recv, recv, call, "recvbuf", times(count, size), dtype, 1, 1);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(count, size), dtype, 1, 1);
   if (st != PG_OK) return st;
   if (in_place) {
     buffer_share(&a->send, &a->recv, 0);
     return PG_OK;
   }
-  st = buffer_open(&a->send, send, call, "sendbuf", times(count, size), dtype, 1, 0);
+  st = buffer_open(&a->send, s, send, call, "sendbuf", times(count, size), dtype, 1, 0);
   return st == PG_OK ? st : args_close(a, st);
 }
 
@@ -438,13 +452,13 @@ static int prepare_gather(pg_strategy *s, const char *call, const CFI_cdesc_t *s
   int refused = PG_OK;
   int in_place = at_root && same_array(send, recv, call, &refused);
   if (refused) return refused;
-  st = buffer_open(&a->recv, recv, call, "recvbuf", times(sendcount, size), dtype, at_root, 1);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(sendcount, size), dtype, at_root, 1);
   if (st != PG_OK) return st;
   if (in_place) { /* the root's block of recvbuf already holds its contribution */
     buffer_share(&a->send, &a->recv, (size_t)root * (size_t)sendcount * dtype_size(dtype));
     return PG_OK;
   }
-  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
+  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
   return st == PG_OK ? st : args_close(a, st);
 }
 
@@ -459,14 +473,14 @@ static int prepare_scatter(pg_strategy *s, const char *call, const CFI_cdesc_t *
   int refused = PG_OK;
   int in_place = at_root && same_array(send, recv, call, &refused);
   if (refused) return refused;
-  st = buffer_open(&a->send, send, call, "sendbuf", times(recvcount, size), dtype, at_root,
+  st = buffer_open(&a->send, s, send, call, "sendbuf", times(recvcount, size), dtype, at_root,
                    in_place);
   if (st != PG_OK) return st;
   if (in_place) { /* the root's block stays where it is */
     buffer_share(&a->recv, &a->send, (size_t)root * (size_t)recvcount * dtype_size(dtype));
     return PG_OK;
   }
-  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
   return st == PG_OK ? st : args_close(a, st);
 }
 
@@ -477,7 +491,7 @@ static int prepare_p2p(pg_strategy *s, const char *call, const CFI_cdesc_t *buf,
   int st = check_handle(s, call);
   if (st == PG_OK) st = check_count(count, call, "count");
   if (st != PG_OK) return st;
-  return buffer_open(output ? &a->recv : &a->send, buf, call, "buf", (unsigned long long)count,
+  return buffer_open(output ? &a->recv : &a->send, s, buf, call, "buf", (unsigned long long)count,
                      dtype, 1, output);
 }
 
@@ -489,9 +503,9 @@ static int prepare_sendrecv(pg_strategy *s, const char *call, const CFI_cdesc_t 
   if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
   if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
   if (st != PG_OK) return st;
-  st = buffer_open(&a->recv, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
   if (st != PG_OK) return st;
-  st = buffer_open(&a->send, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
+  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
   return st == PG_OK ? st : args_close(a, st);
 }
 
