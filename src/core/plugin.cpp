@@ -204,10 +204,10 @@ pg_status load_plugin(const std::string &name, const std::vector<std::string> &s
       Attempt attempt = open_plugin(name, file);
       found = attempts().emplace(key, std::move(attempt)).first;
     } else if (found->second.status == PG_OK && registry::find(name) == nullptr) {
-      // Loaded before for another name (a file installed under two names).
-      found->second.status = PG_ERR_PLUGIN;
-      found->second.message = "plugin '" + file + "' was already loaded and did not register '" +
-                              name + "'";
+      // The same file was loaded before under another name (a link).
+      return fail_message(PG_ERR_PLUGIN, "plugin '" + file + "' is '" + key +
+                                             "', already loaded for another backend; it did not "
+                                             "register '" + name + "'");
     }
     if (found->second.status != PG_OK) return fail_message(found->second.status, found->second.message);
     return PG_OK;
