@@ -5,7 +5,8 @@
  *
  * Directories come from the build (compile definitions):
  *   PG_TEST_PLUGIN_DIR  the build tree's plugin folder (libpg_backend_ring.so)
- *   PG_TEST_BROKEN_DIR  test plugins: noinit, initfails, wrongname, garbage, onerank
+ *   PG_TEST_BROKEN_DIR  test plugins: noinit, initfails, wrongname, garbage, onerank,
+ *                       and alias (a link to the ring plugin)
  *   PG_TEST_EMPTY_DIR   an existing folder with no plugin in it */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -204,6 +205,7 @@ static void check_broken_plugins(void) {
   check_broken("wrongname", "wrongname_other");
   check_broken("garbage", "cannot load");                /* dlopen's error */
   check_broken("noinit", "pg_backend_plugin_init");     /* the same answer again */
+  check_broken("alias", "already loaded");               /* a link to the ring plugin */
   set_env("PGS_PLUGIN_PATH", NULL);
 }
 
