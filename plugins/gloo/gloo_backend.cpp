@@ -9,8 +9,8 @@
 //   2. a full mesh of TCP pairs, whose addresses are exchanged with one
 //      MPI_Alltoall on ctx->comm (MeshContext), so no file system or key-value
 //      store is needed;
-//   3. every step ends with an agreement (MPI_Allreduce MIN), so all ranks
-//      succeed or fail together.
+//   3. every step ends with an agreement (an MPI_Allreduce), so all ranks
+//      succeed or fail together and none is left waiting in a collective.
 //
 // Operations use Gloo's options-style collectives only (gloo::allreduce,
 // broadcast, allgather, barrier), never its older algorithm classes, and each
@@ -65,51 +65,59 @@ void check_mpi(int rc, const char *call) {
 // the same on every rank, so it cannot be served by MPI collectives. This does
 // the same work directly: one TCP pair per peer, each pair's address sent to
 // that peer with one MPI_Alltoall, then every pair connected.
+//
+// The steps are separate so the caller can make every rank agree between them:
+// a rank that fails locally must not leave its peers waiting in a collective.
 class MeshContext : public gloo::Context {
  public:
   MeshContext(int rank, int size) : gloo::Context(rank, size) {}
 
-  void connect_full_mesh(MPI_Comm comm, int local_rank,
-                         const std::shared_ptr<gloo::transport::Device> &device) {
-    auto transport = device->createContext(rank, size);
-    transport->setTimeout(kConnectTimeout);
-
-    // Address of my pair for peer i, in slot i (my own slot stays empty).
-    std::vector<std::vector<char>> addresses(size);
+  // Local: one pair per peer. Returns the largest address size.
+  size_t create_pairs(const std::shared_ptr<gloo::transport::Device> &device, int local_rank) {
+    device_ = device;
+    transport_ = device->createContext(rank, size);
+    transport_->setTimeout(kConnectTimeout);
+    addresses_.assign(size, std::vector<char>());
     size_t slot = 0;
     for (int i = 0; i < size; ++i) {
       if (i == rank) continue;
-      auto &pair = transport->createPair(i);
+      auto &pair = transport_->createPair(i);
       pair->setLocalRank(local_rank);
-      addresses[i] = pair->address().bytes();
-      slot = std::max(slot, addresses[i].size());
+      addresses_[i] = pair->address().bytes();
+      slot = std::max(slot, addresses_[i].size());
     }
-    // Every rank uses the same slot size: the largest address anywhere.
-    unsigned long long mine = slot, largest = 0;
-    check_mpi(MPI_Allreduce(&mine, &largest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm),
-              "MPI_Allreduce");
-    if (largest == 0 || largest > 65536) throw std::runtime_error("unexpected TCP address size");
-    slot = static_cast<size_t>(largest);
+    return slot;
+  }
 
+  // Collective: sends peer i the address of this rank's pair for i, in slots of
+  // `slot` bytes (the largest address anywhere; shorter ones are zero-padded).
+  std::vector<char> exchange(MPI_Comm comm, size_t slot) const {
     std::vector<char> out(slot * size, 0), in(slot * size, 0);
     for (int i = 0; i < size; ++i)
-      std::copy(addresses[i].begin(), addresses[i].end(), out.begin() + i * slot);
+      std::copy(addresses_[i].begin(), addresses_[i].end(), out.begin() + i * slot);
     check_mpi(MPI_Alltoall(out.data(), static_cast<int>(slot), MPI_BYTE, in.data(),
                            static_cast<int>(slot), MPI_BYTE, comm),
               "MPI_Alltoall");
+    return in;
+  }
 
-    // Slot i of `in` is peer i's pair for this rank. A shorter address was padded
-    // with zeros; Gloo's TCP addresses are fixed-size, so `slot` is exact.
+  // Connects every pair to its peer (slot i of `in` is peer i's pair for this
+  // rank; Gloo's TCP addresses are fixed-size, so no padding remains), then
+  // makes the context usable.
+  void connect(const std::vector<char> &in, size_t slot) {
     for (int i = 0; i < size; ++i) {
       if (i == rank) continue;
       std::vector<char> peer(in.begin() + i * slot, in.begin() + (i + 1) * slot);
-      transport->getPair(i)->connect(peer);
+      transport_->getPair(i)->connect(peer);
     }
-    transport->setTimeout(kOperationTimeout);
+    transport_->setTimeout(kOperationTimeout);
     setTimeout(kOperationTimeout);
-    device_ = device;
-    transportContext_ = std::move(transport);
+    transportContext_ = std::move(transport_);
   }
+
+ private:
+  std::shared_ptr<gloo::transport::Context> transport_;
+  std::vector<std::vector<char>> addresses_;
 };
 
 // --- one backend instance -----------------------------------------------------
@@ -210,11 +218,28 @@ pg_status gloo_create(const pg_backend_context *ctx, void * /*user_data*/, void 
     return PG_ERR_BACKEND;
   }
 
-  // Step 2: the full mesh (collective: addresses travel over MPI).
+  // Step 2: the full mesh. Pairs (local), then the same slot size everywhere
+  // and agreement in one reduction, addresses over MPI, connections, agreement.
   if (ctx->size > 1) {
+    auto context = std::make_shared<MeshContext>(ctx->rank, ctx->size);
+    size_t slot = 0;
     try {
-      auto context = std::make_shared<MeshContext>(ctx->rank, ctx->size);
-      context->connect_full_mesh(ctx->comm, host_rank, st->device);
+      slot = context->create_pairs(st->device, host_rank);
+    } catch (const std::exception &e) {
+      error = std::string("cannot create connections on ") + where + ": " + e.what();
+    }
+    // {failed anywhere, largest address}
+    long long mine[2] = {error.empty() ? 0 : 1, static_cast<long long>(slot)}, all[2] = {1, 0};
+    if (MPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_MAX, ctx->comm) != MPI_SUCCESS) all[0] = 1;
+    if (all[0] == 0 && (all[1] <= 0 || all[1] > 65536)) all[0] = 1;  // not a TCP address
+    if (all[0] != 0) {
+      log_message(ctx, PG_LOG_ERROR,
+                  error.empty() ? "another rank could not create its connections" : error);
+      return PG_ERR_BACKEND;
+    }
+    slot = static_cast<size_t>(all[1]);
+    try {
+      context->connect(context->exchange(ctx->comm, slot), slot);
       st->context = context;
     } catch (const std::exception &e) {
       error = std::string("cannot connect the ranks over ") + where + ": " + e.what();
