@@ -85,6 +85,12 @@ class Backend {
 
   // Runs one call. Returns "" on success, else a message (local to the rank).
   virtual std::string run(const Call &call) = 0;
+  // The backend's own barrier, run before each timed call: an MPI barrier
+  // busy-polls, and on a node with fewer cores than threads that polling
+  // would starve the helper threads of a backend that does not use MPI
+  // (Gloo's I/O threads), so each backend synchronizes the way its own
+  // applications would. Returns "" or a message.
+  virtual std::string barrier() = 0;
   // Waits until the work started by run() has finished (device backends).
   virtual void synchronize() {}
   // Collective teardown, before MPI_Finalize.

@@ -74,6 +74,12 @@ class PgBackend : public Backend {
            ": " + pg_last_error();
   }
 
+  std::string barrier() override {
+    const pg_status st = pg_barrier(strategy_);
+    if (st == PG_OK) return "";
+    return std::string("pg_barrier returned ") + pg_status_name(st) + ": " + pg_last_error();
+  }
+
   void teardown() override {
     pg_strategy_destroy(strategy_);
     strategy_ = nullptr;

@@ -7,6 +7,7 @@
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
+#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/config.h>
 #include <gloo/rendezvous/context.h>
@@ -136,6 +137,17 @@ class GlooRaw : public Backend {
       }
     } catch (const std::exception &e) {
       return std::string("Gloo ") + collective_name(c.coll) + " failed: " + e.what();
+    }
+  }
+
+  std::string barrier() override {
+    try {
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(next_tag());
+      gloo::barrier(opts);
+      return "";
+    } catch (const std::exception &e) {
+      return std::string("Gloo barrier failed: ") + e.what();
     }
   }
 

@@ -11,6 +11,7 @@ class GlooAbsent : public Backend {
   std::string probe() override { return "unavailable: pg-bench was built without Gloo"; }
   void setup(const SetupInfo &) override {}
   std::string run(const Call &) override { return "not built"; }
+  std::string barrier() override { return "not built"; }
 };
 
 }  // namespace

@@ -143,6 +143,10 @@ class MpiRaw : public Backend {
     return std::string("MPI ") + collective_name(c.coll) + " failed: " + text;
   }
 
+  std::string barrier() override {
+    return MPI_Barrier(comm_) == MPI_SUCCESS ? "" : "MPI_Barrier failed";
+  }
+
   void teardown() override {
     for (auto &row : half_ops_)
       for (auto &op : row)

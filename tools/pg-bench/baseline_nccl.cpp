@@ -70,6 +70,7 @@ class NcclRaw : public Backend {
   void setup(const SetupInfo &info) override {
     rank_ = info.rank;
     nranks_ = info.nranks;
+    MPI_Comm_dup(info.world, &comm_mpi_);
     MPI_Comm node;
     MPI_Comm_split_type(info.world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     int local_rank = 0;
@@ -156,10 +157,16 @@ class NcclRaw : public Backend {
 
   void synchronize() override { cudaStreamSynchronize(stream_); }
 
+  // NCCL has no barrier: the host-side MPI one (the stream is idle by then).
+  std::string barrier() override {
+    return MPI_Barrier(comm_mpi_) == MPI_SUCCESS ? "" : "MPI_Barrier failed";
+  }
+
   void teardown() override {
     if (comm_) ncclCommDestroy(comm_);
     if (staging_) cudaFree(staging_);
     if (stream_) cudaStreamDestroy(stream_);
+    if (comm_mpi_ != MPI_COMM_NULL) MPI_Comm_free(&comm_mpi_);
     comm_ = nullptr;
     staging_ = nullptr;
     stream_ = nullptr;
@@ -170,6 +177,7 @@ class NcclRaw : public Backend {
   int nranks_ = 1;
   int device_ = 0;
   ncclComm_t comm_ = nullptr;
+  MPI_Comm comm_mpi_ = MPI_COMM_NULL;
   cudaStream_t stream_ = nullptr;
   void *staging_ = nullptr;
 };

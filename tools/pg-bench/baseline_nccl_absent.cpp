@@ -11,6 +11,7 @@ class NcclAbsent : public Backend {
   std::string probe() override { return "unavailable: pg-bench was built without CUDA"; }
   void setup(const SetupInfo &) override {}
   std::string run(const Call &) override { return "not built"; }
+  std::string barrier() override { return "not built"; }
 };
 
 }  // namespace

@@ -121,8 +121,9 @@ std::string usage_text() {
        "                          serialized, multiple (default multiple)\n"
        "  -h, --help              this text\n"
        "\n"
-       "Each timed iteration starts after a barrier; its time is the slowest rank's;\n"
-       "a row reports the median. algbw = size / time; busbw = algbw * factor\n"
+       "Each timed iteration starts after the backend's own barrier (MPI_Barrier,\n"
+       "pg_barrier, gloo::barrier); its time is the slowest rank's; a row reports\n"
+       "the median. algbw = size / time; busbw = algbw * factor\n"
        "(allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1).\n"
        "Exit status: 0 when all ran and every check passed, 1 when a check found wrong\n"
        "values, 2 on bad arguments.\n";

@@ -100,7 +100,8 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
                human_bytes(opts_.max_bytes).c_str(), static_cast<unsigned long long>(opts_.factor),
                opts_.iters, opts_.warmup, opts_.repetitions, opts_.repetitions == 1 ? "" : "s",
                opts_.check ? "on" : "off");
-  std::fprintf(out_, "# time: median over iterations of the slowest rank's time, each iteration after a barrier%s\n",
+  std::fprintf(out_, "# time: median over iterations of the slowest rank's time, each iteration after the backend's own barrier\n"
+                     "#   (MPI_Barrier: mpi-raw, nccl-raw; pg_barrier: pgstrategy backends; gloo::barrier: gloo-raw)%s\n",
                opts_.repetitions > 1 ? "; rows: median over repetitions" : "");
   std::fprintf(out_, "# algbw = size / time; busbw = algbw * factor (allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1, root 0)\n");
   for (const auto &d : descriptions) std::fprintf(out_, "# backend %s\n", d.c_str());

@@ -111,7 +111,8 @@ Measurement measure_row(Backend &b, const BufferPair &buffers, const Layout &l, 
 
   std::vector<double> local(static_cast<size_t>(opts.iters)), slowest(local.size());
   for (size_t i = 0; i < local.size(); ++i) {
-    MPI_Barrier(comm);
+    err = b.barrier();
+    if (!err.empty()) fail(b, l, in_place, rank, err);
     const double t0 = MPI_Wtime();
     err = b.run(call);
     b.synchronize();

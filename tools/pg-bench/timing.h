@@ -1,6 +1,7 @@
 // Measuring one row: an untimed first call (checked with -c 1, and where all
 // ranks agree whether the backend can run it), warm-up calls, then timed
-// calls, each after a barrier, each timed as the slowest rank's time.
+// calls, each after the backend's own barrier, each timed as the slowest
+// rank's time (one MPI max-reduction of all the times after the last call).
 #pragma once
 
 #include <mpi.h>
