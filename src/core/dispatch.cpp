@@ -67,7 +67,6 @@ pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local) {
 pg_status pick(pg_strategy *s, Coll coll, Instance **out) {
   if (delegates(s, coll)) {
     PG_CHECK(ensure_fallback(s));
-    s->delegated.set(static_cast<int>(coll));
     *out = s->fallback.get();
   } else {
     *out = s->primary.get();

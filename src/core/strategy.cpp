@@ -96,7 +96,6 @@ Instance::~Instance() {
 }
 
 bool delegates(const pg_strategy *s, Coll coll) {
-  if (s->delegated[static_cast<int>(coll)]) return true;
   if (!s->primary) return false;
   const Backend &b = *s->primary->backend;
   const bool p2p = b.implements(Coll::send) && b.implements(Coll::recv);
@@ -256,9 +255,10 @@ pg_status describe_strategy(const pg_strategy *s, std::string *out) {
                   std::to_string(s->layout.local_rank) + " of " + std::to_string(s->layout.local_size) +
                   ")";
   std::string delegated;
-  for (int c = 0; c < kCollCount; ++c)
-    if (delegates(s, Coll(c)))
-      delegated += (delegated.empty() ? "" : ", ") + std::string(coll_name(Coll(c)));
+  for (int c = 0; c < kCollCount; ++c) {
+    const char *suffix = delegates(s, Coll(c)) ? "" : s->delegated[c] ? " (declined calls)" : nullptr;
+    if (suffix) delegated += (delegated.empty() ? "" : ", ") + std::string(coll_name(Coll(c))) + suffix;
+  }
   if (!delegated.empty())
     d += ", delegated to '" + std::string(default_backend(s->device)) + "': " + delegated;
   if (!s->placement.empty()) d += ", " + s->placement;

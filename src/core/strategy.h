@@ -46,7 +46,7 @@ struct pg_strategy {
 
   std::unique_ptr<pg::Instance> primary;
   std::unique_ptr<pg::Instance> fallback;  // the device default, created on first need
-  std::bitset<pg::kCollCount> delegated;   // operations that ran on the fallback
+  std::bitset<pg::kCollCount> delegated;   // operations the backend declined at least once
 
   pg::Progress progress;
   std::set<pg_work *> works;  // unfinished works, completed at destroy
@@ -85,7 +85,8 @@ pg_status destroy_strategy(pg_strategy *s);
 pg_status describe_strategy(const pg_strategy *s, std::string *out);
 // The device default instance, created on first need (collective).
 pg_status ensure_fallback(pg_strategy *s);
-// Whether `coll` runs on the device default rather than the chosen backend.
+// Whether `coll` always runs on the device default (the backend lacks it); a
+// backend that declines single calls is asked again each time.
 bool delegates(const pg_strategy *s, Coll coll);
 
 // Runs one operation. `local` is the result of this rank's argument checks:
