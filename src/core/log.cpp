@@ -9,6 +9,7 @@
 namespace pg::log {
 namespace {
 std::atomic<int> g_level{static_cast<int>(params::LogLevel::error)};
+thread_local Capture *t_capture = nullptr;
 
 int world_rank() {
   int initialized = 0, finalized = 0, rank = -1;
@@ -40,6 +41,12 @@ void from_backend(int level, const char *message) {
   if (level > 3) level = 3;
   auto l = static_cast<params::LogLevel>(level);
   if (enabled(l)) write(l, "%s", message ? message : "(null)");
+  if (t_capture && l == params::LogLevel::error && message)
+    t_capture->text_ += (t_capture->text_.empty() ? "" : "; ") + std::string(message);
 }
+
+Capture::Capture() : outer_(t_capture) { t_capture = this; }
+
+Capture::~Capture() { t_capture = outer_; }
 
 }  // namespace pg::log

@@ -2,6 +2,8 @@
 // prefixed with the world rank.
 #pragma once
 
+#include <string>
+
 #include "core/params.h"
 
 namespace pg::log {
@@ -11,6 +13,22 @@ bool enabled(params::LogLevel level);
 void write(params::LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // The pg_backend_context.log entry.
 void from_backend(int level, const char *message);
+
+// While alive, collects the error lines backends log in this thread, so a
+// failing backend call can say why (backends cannot set pg_last_error).
+class Capture {
+ public:
+  Capture();
+  ~Capture();
+  Capture(const Capture &) = delete;
+  Capture &operator=(const Capture &) = delete;
+  const std::string &text() const { return text_; }
+
+ private:
+  friend void from_backend(int, const char *);
+  std::string text_;
+  Capture *outer_;
+};
 
 }  // namespace pg::log
 

@@ -2,18 +2,22 @@
 
 #include <mpi.h>
 
+#include "core/log.h"
 #include "core/status.h"
 
 namespace pg {
 namespace {
 
-// Backends cannot set pg_last_error(), so the library words their failures.
-pg_status checked(const pg_backend_ops &ops, const char *what, pg_status st) {
+// Backends cannot set pg_last_error(), so the library words their failures,
+// with the error lines the backend logged during the call.
+pg_status checked(const pg_backend_ops &ops, const char *what, pg_status st,
+                  const log::Capture &logged) {
   if (st == PG_OK || st == PG_ERR_UNSUPPORTED) return st;
+  std::string why = logged.text().empty() ? "" : ": " + logged.text();
   if (st < PG_OK || st > PG_ERR_INTERNAL)
-    return fail(PG_ERR_BACKEND, "backend '%s': %s returned %d, which is not a pg_status", ops.name,
-                what, static_cast<int>(st));
-  return fail(st, "backend '%s': %s failed with %s", ops.name, what, status_name(st));
+    return fail(PG_ERR_BACKEND, "backend '%s': %s returned %d, which is not a pg_status%s",
+                ops.name, what, static_cast<int>(st), why.c_str());
+  return fail(st, "backend '%s': %s failed with %s%s", ops.name, what, status_name(st), why.c_str());
 }
 
 class TableRequest final : public Request {
@@ -23,9 +27,10 @@ class TableRequest final : public Request {
   ~TableRequest() override { ops_.request_free(state_, request_); }
   pg_status test(bool *done) override {
     int finished = 0;
+    log::Capture logged;
     pg_status st = ops_.test(state_, request_, &finished);
     *done = finished != 0 || st != PG_OK;
-    return checked(ops_, "test", st);
+    return checked(ops_, "test", st, logged);
   }
 
  private:
@@ -64,6 +69,7 @@ class TableBackend final : public Backend {
   }
 
   pg_status run(const CollArgs &a) override {
+    log::Capture logged;
     pg_status st = PG_ERR_UNSUPPORTED;
     switch (a.coll) {
       case Coll::allreduce: st = ops_.allreduce(state_, a.send, a.recv, a.count, a.dtype, a.op); break;
@@ -81,21 +87,23 @@ class TableBackend final : public Backend {
       case Coll::recv: st = ops_.recv(state_, a.recv, a.count, a.dtype, a.root, a.tag); break;
       case Coll::sendrecv: break;
     }
-    return checked(ops_, coll_name(a.coll), st);
+    return checked(ops_, coll_name(a.coll), st, logged);
   }
 
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
     if (a.coll != Coll::allreduce || !ops_.iallreduce) return PG_ERR_UNSUPPORTED;
     void *request = nullptr;
+    log::Capture logged;
     pg_status st = ops_.iallreduce(state_, a.send, a.recv, a.count, a.dtype, a.op, &request);
-    if (st != PG_OK) return checked(ops_, "iallreduce", st);
+    if (st != PG_OK) return checked(ops_, "iallreduce", st, logged);
     *out = std::make_unique<TableRequest>(ops_, state_, request);
     return PG_OK;
   }
 
   pg_status set_stream(void *stream) override {
     if (!ops_.set_stream) return PG_ERR_UNSUPPORTED;
-    return checked(ops_, "set_stream", ops_.set_stream(state_, stream));
+    log::Capture logged;
+    return checked(ops_, "set_stream", ops_.set_stream(state_, stream), logged);
   }
 
  private:
@@ -108,10 +116,11 @@ class TableBackend final : public Backend {
 pg_status make_table_backend(const pg_backend_ops &ops, const pg_backend_context &ctx,
                              std::unique_ptr<Backend> *out) {
   void *state = nullptr;
+  log::Capture logged;
   pg_status st = ops.create(&ctx, ops.user_data, &state);
-  if (st == PG_ERR_UNSUPPORTED)
-    return fail(st, "backend '%s': create failed with PG_ERR_UNSUPPORTED", ops.name);
-  if (st != PG_OK) return checked(ops, "create", st);
+  // UNSUPPORTED means "run elsewhere" only for operations; here it is a failure.
+  if (st == PG_ERR_UNSUPPORTED) st = PG_ERR_BACKEND;
+  if (st != PG_OK) return checked(ops, "create", st, logged);
   *out = std::make_unique<TableBackend>(ops, state);
   return PG_OK;
 }

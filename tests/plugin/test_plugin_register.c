@@ -71,7 +71,9 @@ static pg_backend_ops base_table(const char *name) {
 static pg_status failing_create(const pg_backend_context *ctx, void *user_data, void **state) {
   (void)user_data;
   *state = NULL;
-  return ctx->rank == ctx->size - 1 ? PG_ERR_UNAVAILABLE : PG_OK;
+  if (ctx->rank != ctx->size - 1) return PG_OK;
+  ctx->log(PG_LOG_ERROR, "no widget on this node");  /* the reason reaches the message */
+  return PG_ERR_UNAVAILABLE;
 }
 
 /* An operation that must never be called (set beyond a small struct_size). */
@@ -332,6 +334,8 @@ static void check_other_backends(void) {
   if (size > 1)
     PG_CHECK_TRUE(contains(pg_last_error(), rank_text), "message should name %s: %s", rank_text,
                   pg_last_error());
+  PG_CHECK_TRUE(contains(pg_last_error(), "no widget on this node"),
+                "message should carry the backend's logged reason: %s", pg_last_error());
 }
 
 int main(int argc, char **argv) {
