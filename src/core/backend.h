@@ -54,6 +54,9 @@ class Backend {
   // asynchronously itself (progress thread), or inline below MPI_THREAD_MULTIPLE.
   virtual pg_status start(const CollArgs &args, std::unique_ptr<Request> *out);
   virtual pg_status set_stream(void *stream);
+  // The watchdog is about to end the job: stop in-flight device work (NCCL's
+  // ncclCommAbort). Called from the watchdog's thread; nothing runs afterwards.
+  virtual void abort() {}
 };
 
 }  // namespace pg

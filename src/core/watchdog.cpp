@@ -60,6 +60,8 @@ void abort_job(pg_strategy *s) {
              s->device_name.c_str(), s->rank, s->size, s->settings.timeout_s,
              s->settings.debug_detail ? "" : " (PGS_DEBUG=detail checks arrival before each collective)");
   s->poisoned = true;
+  if (s->primary) s->primary->backend->abort();
+  if (s->fallback) s->fallback->backend->abort();
   // MPI_COMM_WORLD: MPICH 4.0.2 ends only the calling process when MPI_Abort
   // gets any other communicator, and the job would stay hung.
   MPI_Abort(MPI_COMM_WORLD, 1);

@@ -17,8 +17,8 @@ void end(pg_strategy *s);
 // Below MPI_THREAD_MULTIPLE the calling thread polls instead: true when the
 // collective in flight on s is past its deadline.
 bool expired(const pg_strategy *s);
-// Reports the hung collective and aborts the job (ncclCommAbort is the
-// backend's destroy; then MPI_Abort). Never returns.
+// Reports the hung collective and aborts the job (each backend's abort, e.g.
+// ncclCommAbort, then MPI_Abort). Never returns.
 [[noreturn]] void abort_job(pg_strategy *s);
 
 }  // namespace pg::watchdog

@@ -200,6 +200,12 @@ class NcclBackend final : public Backend {
     return PG_OK;
   }
 
+  // The watchdog ends the job next; kernels stuck waiting for peers are freed.
+  void abort() override {
+    if (state_->comm) ncclCommAbort(state_->comm);
+    state_->comm = nullptr;
+  }
+
  private:
   // This rank's part of creation, before NCCL's collective init.
   pg_status prepare(ncclUniqueId *id) {
