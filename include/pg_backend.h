@@ -54,7 +54,10 @@ typedef struct pg_backend_context {
 /** A backend. Fields after `user_data` may be NULL except `create`.
  * Every operation returns PG_OK or a failure status; a failure other than
  * PG_ERR_UNSUPPORTED poisons the strategy (PG_ERR_BACKEND is the usual one).
- * Operations on one instance are called by one thread at a time. */
+ * Operations on one instance are called by one thread at a time, with one
+ * exception: pg_sendrecv on a backend that has send and recv (the table has no
+ * sendrecv) runs send on the library's progress thread while recv runs in the
+ * caller, at MPI_THREAD_MULTIPLE; below it, send completes before recv starts. */
 typedef struct pg_backend_ops {
   uint32_t abi_version;   /* PG_BACKEND_ABI_VERSION */
   size_t struct_size;     /* sizeof(pg_backend_ops) the backend was built with */

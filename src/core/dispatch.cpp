@@ -2,6 +2,7 @@
 // delegation to the device default, poisoning, the watchdog, and works.
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "core/agree.h"
@@ -35,11 +36,17 @@ pg_status poison_on_failure(pg_strategy *s, pg_status st) {
   return st;
 }
 
+// What every rank must agree on: the collective, its sequence number, and the
+// arguments that shape it (op only for reductions, root only for rooted ones).
 std::string fingerprint(const pg_strategy *s, const CollArgs &a) {
-  char text[256];
-  std::snprintf(text, sizeof text, "%s #%llu count=%zu dtype=%s op=%s root=%d",
-                coll_name(a.coll), static_cast<unsigned long long>(s->sequence), a.count,
-                dtype_name(a.dtype), op_name(a.op), a.root);
+  std::string text = std::string(coll_name(a.coll)) + " #" + std::to_string(s->sequence);
+  if (a.coll == Coll::barrier) return text;
+  text += " count=" + std::to_string(a.count) + " dtype=" + dtype_name(a.dtype);
+  if (a.coll == Coll::allreduce || a.coll == Coll::reduce || a.coll == Coll::reduce_scatter)
+    text += std::string(" op=") + op_name(a.op);
+  if (a.coll == Coll::broadcast || a.coll == Coll::reduce || a.coll == Coll::gather ||
+      a.coll == Coll::scatter)
+    text += " root=" + std::to_string(a.root);
   return text;
 }
 
@@ -128,9 +135,9 @@ pg_status execute(pg_strategy *s, const CollArgs &args) {
     }
   }
   if (!is_p2p(a.coll)) watchdog::end(s);
-  if (st == PG_ERR_UNSUPPORTED && last_error().empty())
-    fail(st, "backend '%s' does not support %s on %s", inst->name.c_str(), coll_name(a.coll),
-         dtype_name(a.dtype));
+  if (st == PG_ERR_UNSUPPORTED)  // declined, and nothing left to delegate to
+    fail(st, "backend '%s' does not run %s on %s (op %s) and no other backend can", inst->name.c_str(),
+         coll_name(a.coll), dtype_name(a.dtype), op_name(a.op));
   return poison_on_failure(s, st);
 }
 

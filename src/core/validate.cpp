@@ -36,6 +36,12 @@ struct Checker {
     return PG_OK;
   }
 
+  pg_status tag(int t) const {
+    if (t < 0 || t > s->tag_ub)
+      return fail(PG_ERR_INVALID_ARGUMENT, "%s: tag %d is out of range (0..%d)", fn, t, s->tag_ub);
+    return PG_OK;
+  }
+
   // Send and receive buffers may share memory only in the in-place layout.
   pg_status overlap(const void *send, std::size_t sbytes, const void *recv, std::size_t rbytes,
                     bool in_place, const char *layout) const {
@@ -121,14 +127,12 @@ pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
     case Coll::send:
     case Coll::recv:
       PG_CHECK(c.rank(a.root, "peer"));
-      if (a.tag < 0 || a.tag > s->tag_ub)
-        return fail(PG_ERR_INVALID_ARGUMENT, "%s: tag %d is out of range (0..%d)", fn, a.tag, s->tag_ub);
+      PG_CHECK(c.tag(a.tag));
       return c.buffer(a.coll == Coll::send ? a.send : a.recv, one, "buf");
     case Coll::sendrecv: {
       PG_CHECK(c.rank(a.root, "dest"));
       PG_CHECK(c.rank(a.source, "source"));
-      if (a.tag < 0 || a.tag > s->tag_ub)
-        return fail(PG_ERR_INVALID_ARGUMENT, "%s: tag %d is out of range (0..%d)", fn, a.tag, s->tag_ub);
+      PG_CHECK(c.tag(a.tag));
       std::size_t rbytes = 0;
       PG_CHECK(c.bytes(a.recv_count, 1, &rbytes));
       PG_CHECK(c.buffer(a.send, one, "sendbuf"));
