@@ -2,10 +2,12 @@
 """Plot a pg-bench CSV: bus bandwidth (or algbw, or time) against size, one
 line per backend, one panel per collective, log-scaled sizes.
 
-    pg-bench-plot results.csv -o results.png [--placement oop|ip|both] [--metric busbw|algbw|time_us]
+    pg-bench-plot results.csv [more.csv ...] -o results.png [--placement oop|ip|both]
+                  [--metric busbw|algbw|time_us]
 
 Rows repeated over repetitions (-r) are reduced to their median, as pg-bench's
-own table does. Needs matplotlib (Debian: python3-matplotlib).
+own table does; several CSVs (say, small sizes with many iterations and large
+sizes with few) are read as one. Needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
 import csv
@@ -28,23 +30,24 @@ def human(nbytes):
     return f"{nbytes:g}"
 
 
-def load(path, metric, placements):
+def load(paths, metric, placements):
     """{collective: {(backend, in_place): {bytes: median metric}}}, and each one's dtype/op."""
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            sys.exit(f"{path}: not a pg-bench CSV (missing columns: {', '.join(missing)})")
-        values = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-        dtypes = defaultdict(set)
-        for row in reader:
-            ip = int(row["in_place"])
-            if ip not in placements:
-                continue
-            values[row["collective"]][(row["backend"], ip)][int(row["bytes"])].append(
-                float(row[metric]))
-            dtypes[row["collective"]].add(
-                row["dtype"] + ("" if row["op"] == "none" else " " + row["op"]))
+    values = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    dtypes = defaultdict(set)
+    for path in paths:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+            if missing:
+                sys.exit(f"{path}: not a pg-bench CSV (missing columns: {', '.join(missing)})")
+            for row in reader:
+                ip = int(row["in_place"])
+                if ip not in placements:
+                    continue
+                values[row["collective"]][(row["backend"], ip)][int(row["bytes"])].append(
+                    float(row[metric]))
+                dtypes[row["collective"]].add(
+                    row["dtype"] + ("" if row["op"] == "none" else " " + row["op"]))
     medians = {coll: {key: {b: statistics.median(v) for b, v in sizes.items()}
                       for key, sizes in series.items()}
                for coll, series in values.items()}
@@ -53,8 +56,8 @@ def load(path, metric, placements):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv", help="CSV written by pg-bench --csv")
-    ap.add_argument("-o", "--output", help="PNG to write (default: the CSV's name with .png)")
+    ap.add_argument("csv", nargs="+", help="CSV written by pg-bench --csv")
+    ap.add_argument("-o", "--output", help="PNG to write (default: the first CSV's name with .png)")
     ap.add_argument("--placement", choices=["both", "oop", "ip"], default="both",
                     help="out-of-place (solid), in-place (dashed) or both (default)")
     ap.add_argument("--metric", choices=sorted(LABELS), default="busbw")
@@ -71,8 +74,8 @@ def main():
     placements = {"both": (0, 1), "oop": (0,), "ip": (1,)}[args.placement]
     data, dtypes = load(args.csv, args.metric, placements)
     if not data:
-        sys.exit(f"{args.csv}: no rows to plot")
-    output = args.output or os.path.splitext(args.csv)[0] + ".png"
+        sys.exit(f"{', '.join(args.csv)}: no rows to plot")
+    output = args.output or os.path.splitext(args.csv[0])[0] + ".png"
 
     colls = list(data)
     fig, axes = plt.subplots(len(colls), 1, figsize=(8, 3.6 * len(colls)), squeeze=False)

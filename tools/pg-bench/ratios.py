@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Ratios between backends from a pg-bench CSV, over a range of sizes.
 
-    pg-bench-ratios results.csv [--baseline mpi-raw] [--min 4K] [--max 256M]
+    pg-bench-ratios results.csv [more.csv ...] [--baseline mpi-raw] [--min 4K] [--max 256M]
 
 For each collective, backend and placement: per size, the median over
 repetitions of busbw(backend) / busbw(baseline), each ratio taken within one
@@ -28,24 +28,25 @@ def size_arg(text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv")
+    ap.add_argument("csv", nargs="+")
     ap.add_argument("--baseline", default="mpi-raw", help="backend to divide by (default mpi-raw)")
     ap.add_argument("--min", type=size_arg, default=0, help="smallest size included (default all)")
     ap.add_argument("--max", type=size_arg, default=1 << 62, help="largest size included")
     args = ap.parse_args()
 
-    # time[(collective, bytes, in_place, rep)][backend] = time_us
+    # time[(collective, bytes, in_place, file, rep)][backend] = time_us
     times = defaultdict(dict)
-    with open(args.csv, newline="") as f:
-        for row in csv.DictReader(f):
-            nbytes = int(row["bytes"])
-            if args.min <= nbytes <= args.max:
-                key = (row["collective"], nbytes, int(row["in_place"]), row.get("rep", "0"))
-                times[key][row["backend"]] = float(row["time_us"])
+    for index, path in enumerate(args.csv):
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                nbytes = int(row["bytes"])
+                if args.min <= nbytes <= args.max:
+                    key = (row["collective"], nbytes, int(row["in_place"]), index, row.get("rep", "0"))
+                    times[key][row["backend"]] = float(row["time_us"])
 
     # per_size[(collective, backend, in_place)][bytes] = [ratio per repetition]
     per_size = defaultdict(lambda: defaultdict(list))
-    for (coll, nbytes, ip, _rep), by_backend in times.items():
+    for (coll, nbytes, ip, _file, _rep), by_backend in times.items():
         base = by_backend.get(args.baseline)
         if base is None:
             continue
@@ -53,7 +54,7 @@ def main():
             if backend != args.baseline and t > 0:
                 per_size[(coll, backend, ip)][nbytes].append(base / t)
     if not per_size:
-        sys.exit(f"{args.csv}: no size in range where both '{args.baseline}' and another backend ran")
+        sys.exit(f"{', '.join(args.csv)}: no size in range where both '{args.baseline}' and another backend ran")
 
     print(f"# busbw ratio to {args.baseline}: median over repetitions per size, then over sizes")
     print(f"# {'collective':<15} {'backend':<12} {'placement':<12} {'sizes':>5} {'reps':>4} "
