@@ -26,12 +26,21 @@ def size_arg(text):
         raise argparse.ArgumentTypeError(f"bad size '{text}' (examples: 8, 4K, 256M)")
 
 
+def human(nbytes):
+    for unit in ["B", "KiB", "MiB"]:
+        if nbytes < 1024 or nbytes % 1024:
+            return f"{nbytes} {unit}"
+        nbytes //= 1024
+    return f"{nbytes} GiB"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--baseline", default="mpi-raw", help="backend to divide by (default mpi-raw)")
     ap.add_argument("--min", type=size_arg, default=0, help="smallest size included (default all)")
     ap.add_argument("--max", type=size_arg, default=1 << 62, help="largest size included")
+    ap.add_argument("--per-size", action="store_true", help="also print each size's ratio")
     args = ap.parse_args()
 
     # time[(collective, bytes, in_place, file, rep)][backend] = time_us
@@ -66,6 +75,11 @@ def main():
         print(f"  {coll:<15} {backend:<12} {'in-place' if ip else 'out-of-place':<12} "
               f"{len(ratios):>5} {reps:>4} {med:>7.3f} {min(ratios):>7.3f} {max(ratios):>7.3f} "
               f"{1 / med:>10.3f}")
+    if args.per_size:
+        print(f"# per size: median over repetitions of busbw / {args.baseline} busbw")
+        for (coll, backend, ip), sizes in sorted(per_size.items()):
+            cells = "  ".join(f"{human(b)}: {statistics.median(v):.3f}" for b, v in sorted(sizes.items()))
+            print(f"  {coll} {backend} {'in-place' if ip else 'out-of-place'}: {cells}")
 
 
 if __name__ == "__main__":
