@@ -103,7 +103,15 @@ Results run_sweep(const Options &opts, MPI_Comm comm, std::vector<std::unique_pt
   bool any_shared = false;
   for (const auto &b : backends) any_shared = any_shared || !b->own_buffers();
   BufferPair shared;
-  if (any_shared) shared = {host_alloc(max_bytes), host_alloc(max_bytes)};
+  std::string failed;
+  try {
+    if (any_shared) shared = {host_alloc(max_bytes), host_alloc(max_bytes)};
+  } catch (const Error &e) {
+    failed = e.what();
+  }
+  // Every rank must agree before the collective allocations and the sweep.
+  failed = agree_on_failure(comm, failed);
+  if (!failed.empty()) throw Error(failed);
   std::vector<BufferPair> buffers(backends.size());
   for (size_t i = 0; i < backends.size(); ++i) {
     Backend &b = *backends[i];
