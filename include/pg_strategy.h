@@ -192,7 +192,8 @@ PG_API pg_status pg_allgather(pg_strategy *s, const void *sendbuf, void *recvbuf
                               size_t sendcount, pg_dtype dtype);
 
 /** recvbuf = block `rank` (recvcount elements) of the reduction over ranks of
- * sendbuf (size*recvcount elements). In place: recvbuf == sendbuf + rank*recvcount*size. */
+ * sendbuf (size*recvcount elements). In place: recvbuf == sendbuf + rank*recvcount*size;
+ * the other blocks of sendbuf are undefined afterwards. */
 PG_API pg_status pg_reduce_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf,
                                    size_t recvcount, pg_dtype dtype, pg_op op);
 

@@ -87,7 +87,7 @@ bool needs_stage(const pg_strategy *s, const CollArgs &a) {
   return a.coll == Coll::alltoall && a.send == a.recv && !s->device.cuda;
 }
 
-void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
+inline void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
   if (!needs_stage(s, *a)) return;
   const char *p = static_cast<const char *>(a->send);
   stage->assign(p, p + a->count * dtype_size(a->dtype) * static_cast<std::size_t>(s->size));
@@ -123,7 +123,8 @@ pg_status execute(pg_strategy *s, const CollArgs &args) {
   stage_alltoall(s, &a, &stage);
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
-  if (!is_p2p(a.coll)) watchdog::begin(s, a.coll);
+  const bool watched = s->settings.timeout_s > 0 && !is_p2p(a.coll);
+  if (watched) watchdog::begin(s, a.coll);
   pg_status st = run_on(s, inst, a);
   if (st == PG_ERR_UNSUPPORTED && inst == s->primary.get() &&
       s->selection.backend != default_backend(s->device)) {
@@ -134,7 +135,7 @@ pg_status execute(pg_strategy *s, const CollArgs &args) {
       st = run_on(s, s->fallback.get(), a);
     }
   }
-  if (!is_p2p(a.coll)) watchdog::end(s);
+  if (watched) watchdog::end(s);
   if (st == PG_ERR_UNSUPPORTED)  // declined, and nothing left to delegate to
     fail(st, "backend '%s' does not run %s on %s (op %s) and no other backend can", inst->name.c_str(),
          coll_name(a.coll), dtype_name(a.dtype), op_name(a.op));

@@ -2,11 +2,6 @@
 
 namespace pg {
 
-std::size_t dtype_size(pg_dtype dtype) {
-  static const std::size_t sizes[kDtypeCount] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-  return valid_dtype(dtype) ? sizes[dtype] : 0;
-}
-
 const char *dtype_name(pg_dtype dtype) {
   static const char *const names[kDtypeCount] = {"int8",    "uint8",    "int32",   "uint32",
                                                  "int64",   "uint64",   "float16", "bfloat16",

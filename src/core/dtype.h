@@ -14,7 +14,11 @@ constexpr int kOpCount = PG_BXOR + 1;
 inline bool valid_dtype(int dtype) { return dtype >= 0 && dtype < kDtypeCount; }
 inline bool valid_op(int op) { return op >= 0 && op < kOpCount; }
 
-std::size_t dtype_size(pg_dtype dtype);
+// 0 for a value outside the enum.
+inline std::size_t dtype_size(pg_dtype dtype) {
+  constexpr std::size_t sizes[kDtypeCount] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+  return valid_dtype(dtype) ? sizes[dtype] : 0;
+}
 const char *dtype_name(pg_dtype dtype);
 const char *op_name(pg_op op);
 inline bool is_floating(pg_dtype dtype) { return dtype >= PG_FLOAT16; }

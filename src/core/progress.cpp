@@ -4,6 +4,7 @@ namespace pg {
 
 void Progress::submit(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mutex_);
+  outstanding_.fetch_add(1);
   queue_.push_back(std::move(task));
   if (!thread_.joinable()) {
     stopping_ = false;
@@ -13,14 +14,12 @@ void Progress::submit(std::function<void()> task) {
 }
 
 void Progress::drain() {
+  if (outstanding_.load() == 0) return;
   std::unique_lock<std::mutex> lock(mutex_);
   idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
 }
 
-bool Progress::idle() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return queue_.empty() && !busy_;
-}
+bool Progress::idle() { return outstanding_.load() == 0; }
 
 void Progress::stop() {
   {
@@ -44,6 +43,7 @@ void Progress::loop() {
     task();
     lock.lock();
     busy_ = false;
+    outstanding_.fetch_sub(1);
     if (queue_.empty()) idle_.notify_all();
   }
 }

@@ -2,6 +2,7 @@
 // without native nonblocking entries, at MPI_THREAD_MULTIPLE).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -32,6 +33,9 @@ class Progress {
   std::condition_variable wake_, idle_;
   std::deque<std::function<void()>> queue_;
   bool busy_ = false, stopping_ = false;
+  // Tasks submitted and not yet finished: blocking calls check it without the
+  // lock, so a strategy that never queues pays nothing.
+  std::atomic<int> outstanding_{0};
   std::thread thread_;
 };
 

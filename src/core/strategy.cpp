@@ -95,17 +95,25 @@ Instance::~Instance() {
   }
 }
 
-bool delegates(const pg_strategy *s, Coll coll) {
-  if (!s->primary) return false;
-  const Backend &b = *s->primary->backend;
+bool delegates(const pg_strategy *s, Coll coll) { return s->lacks[static_cast<int>(coll)]; }
+
+namespace {
+
+// What the backend lacks, worked out once: point-to-point goes as a whole (send
+// and recv must meet on one communicator), sendrecv is composed from send and recv.
+std::bitset<kCollCount> lacking(const Backend &b) {
+  std::bitset<kCollCount> lacks;
   const bool p2p = b.implements(Coll::send) && b.implements(Coll::recv);
-  switch (coll) {
-    case Coll::send:
-    case Coll::recv: return !p2p;
-    case Coll::sendrecv: return !p2p && !b.implements(coll);  // else composed from send and recv
-    default: return !b.implements(coll);
+  for (int c = 0; c < kCollCount; ++c) {
+    const Coll coll = Coll(c);
+    if (coll == Coll::send || coll == Coll::recv) lacks[c] = !p2p;
+    else if (coll == Coll::sendrecv) lacks[c] = !p2p && !b.implements(coll);
+    else lacks[c] = !b.implements(coll);
   }
+  return lacks;
 }
+
+}  // namespace
 
 pg_status make_instance(pg_strategy *s, const BackendEntry &entry, std::unique_ptr<Instance> *out) {
   auto inst = std::make_unique<Instance>();
@@ -178,10 +186,9 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
   topology::check_launcher(MPI_COMM_WORLD);
 
   PG_CHECK(collective_step(s, [&] { return make_instance(s, *entry, &s->primary); }));
+  s->lacks = lacking(*s->primary->backend);
   // Point-to-point cannot create the default lazily (it is not collective).
-  const Backend &b = *s->primary->backend;
-  if (!(b.implements(Coll::send) && b.implements(Coll::recv)) &&
-      s->selection.backend != default_backend(s->device))
+  if (s->lacks[static_cast<int>(Coll::send)] && s->selection.backend != default_backend(s->device))
     PG_CHECK(collective_step(s, [&] { return ensure_fallback(s); }));
 
   PG_LOG(info, "strategy created: backend '%s' (%s), device '%s', rank %d of %d",

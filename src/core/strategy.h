@@ -46,6 +46,7 @@ struct pg_strategy {
 
   std::unique_ptr<pg::Instance> primary;
   std::unique_ptr<pg::Instance> fallback;  // the device default, created on first need
+  std::bitset<pg::kCollCount> lacks;       // operations the backend has no entry for
   std::bitset<pg::kCollCount> delegated;   // operations the backend declined at least once
 
   pg::Progress progress;

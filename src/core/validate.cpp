@@ -16,10 +16,10 @@ struct Checker {
   std::size_t esize = 0;
 
   pg_status bytes(std::size_t count, std::size_t blocks, std::size_t *out) const {
-    if (count != 0 && (blocks > SIZE_MAX / count || count * blocks > SIZE_MAX / esize))
-      return fail(PG_ERR_INVALID_ARGUMENT, "%s: count %zu of %s overflows size_t", fn, a.count,
+    std::size_t elements = 0;
+    if (__builtin_mul_overflow(count, blocks, &elements) || __builtin_mul_overflow(elements, esize, out))
+      return fail(PG_ERR_INVALID_ARGUMENT, "%s: count %zu of %s overflows size_t", fn, count,
                   dtype_name(a.dtype));
-    *out = count * blocks * esize;
     return PG_OK;
   }
 

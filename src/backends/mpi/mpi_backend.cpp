@@ -60,7 +60,9 @@ class Pending final : public Request {
   }
 
   ~Pending() override {
-    // Freed unfinished only when the strategy is torn down after a failure.
+    // Requests are left unfinished only when a strategy is torn down after a
+    // failure (blocking use has none).
+    if (requests_.empty()) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized)
@@ -120,6 +122,15 @@ class MpiBackend final : public Backend {
   bool implements(Coll) const override { return true; }
 
   pg_status run(const CollArgs &a) override {
+    // The hot path of data-parallel training, a plain allreduce, goes straight
+    // to MPI; everything else through `issue`.
+    if (a.coll == Coll::allreduce && a.count <= chunk_ && a.op != PG_AVG) {
+      MPI_Op op = MPI_OP_NULL;
+      PG_CHECK(operation(a.dtype, a.op, &op));
+      PG_MPI_CHECK(MPI_Allreduce(a.send == a.recv ? MPI_IN_PLACE : a.send, a.recv,
+                                 static_cast<int>(a.count), datatype(a.dtype), op, comm_));
+      return PG_OK;
+    }
     if (a.coll == Coll::sendrecv) return sendrecv_blocking(a);
     Pending done;
     PG_CHECK(issue(a, nullptr, &done));
@@ -292,17 +303,25 @@ class MpiBackend final : public Backend {
     const std::size_t n = a.count, bytes = n * esize;
     const char *send = static_cast<const char *>(a.send);
     char *recv = static_cast<char *>(a.recv);
-    // In place, the result must not overwrite the other blocks of the input:
-    // reduce into a staging block and copy it into place at the end.
-    char *out = recv;
-    if (send + rank_ * bytes == recv) {
-      out = steps->stage(bytes).data();
-      steps->then([recv, out, bytes] { std::memcpy(recv, out, bytes); });
-    }
-    if (n <= chunk_) {
-      PG_MPI_CALL(nb, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, a.send, out,
+    const bool in_place = send + rank_ * bytes == recv;
+    if (in_place && n <= chunk_) {
+      // MPI's in-place form leaves this rank's block at the start of the buffer;
+      // it moves to its place at the end (the other blocks are scratch then).
+      char *whole = recv - rank_ * bytes;
+      PG_MPI_CALL(nb, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, MPI_IN_PLACE, whole,
+                  static_cast<int>(n), type, op, comm_);
+      if (rank_ != 0) steps->then([recv, whole, bytes] { std::memmove(recv, whole, bytes); });
+    } else if (n <= chunk_) {
+      PG_MPI_CALL(nb, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, a.send, recv,
                   static_cast<int>(n), type, op, comm_);
     } else {
+      // Chunk by chunk, in place too: a chunk's result must not overwrite input
+      // that later chunks still read, so it goes to a staging block first.
+      char *out = recv;
+      if (in_place) {
+        out = steps->stage(bytes).data();
+        steps->then([recv, out, bytes] { std::memcpy(recv, out, bytes); });
+      }
       for (std::size_t off = 0; off < n; off += chunk_) {
         const std::size_t l = static_cast<std::size_t>(len(n, off));
         std::vector<char> &packed = steps->stage(size_ * l * esize);
