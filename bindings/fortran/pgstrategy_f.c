@@ -224,18 +224,12 @@ static int buffer_close(buffer *b, int status) {
 }
 
 /* The same array passed as both buffers: same start, and either both
- * contiguous or the very same elements. Different arrays: 0. The same start
- * with different layouts is refused (status in *refused). */
-static int same_array(const CFI_cdesc_t *a, const CFI_cdesc_t *b, const char *call, int *refused) {
-  *refused = PG_OK;
+ * contiguous or the very same elements. Anything else, even an overlapping
+ * section of the same array, is two buffers: each is packed into its own
+ * temporary, so the result is right either way. */
+static int same_array(const CFI_cdesc_t *a, const CFI_cdesc_t *b) {
   if (a->base_addr != b->base_addr || !a->base_addr) return 0;
-  if (same_layout(a, b) || (is_contiguous(a) && is_contiguous(b))) return 1;
-  *refused = shim_fail(PG_ERR_INVALID_ARGUMENT,
-                       "%s: sendbuf and recvbuf start at the same address but describe "
-                       "different non-contiguous elements; for in place pass the same "
-                       "array (or section) as both buffers",
-                       call);
-  return 0;
+  return same_layout(a, b) || (is_contiguous(a) && is_contiguous(b));
 }
 
 static int check_handle(const pg_strategy *s, const char *call) {
@@ -335,9 +329,7 @@ static int prepare_allreduce(pg_strategy *s, const char *call, const CFI_cdesc_t
   int st = check_handle(s, call);
   if (st == PG_OK) st = check_count(count, call, "count");
   if (st != PG_OK) return st;
-  int refused = PG_OK;
-  int in_place = same_array(send, recv, call, &refused);
-  if (refused) return refused;
+  int in_place = same_array(send, recv);
   st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)count, dtype, 1, 1);
   if (st != PG_OK) return st;
   if (in_place) {
@@ -364,9 +356,7 @@ static int prepare_reduce(pg_strategy *s, const char *call, const CFI_cdesc_t *s
   if (st == PG_OK) st = check_count(count, call, "count");
   if (st != PG_OK) return st;
   int at_root = pg_strategy_rank(s) == root;
-  int refused = PG_OK;
-  int in_place = at_root && same_array(send, recv, call, &refused);
-  if (refused) return refused;
+  int in_place = at_root && same_array(send, recv);
   st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)count, dtype, at_root,
                    1);
   if (st != PG_OK) return st;
@@ -385,9 +375,7 @@ static int prepare_allgather(pg_strategy *s, const char *call, const CFI_cdesc_t
   if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
   if (st != PG_OK) return st;
   int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
-  int refused = PG_OK;
-  int in_place = same_array(send, recv, call, &refused);
-  if (refused) return refused;
+  int in_place = same_array(send, recv);
   st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(sendcount, size), dtype, 1, 1);
   if (st != PG_OK) return st;
   if (in_place) { /* this rank's block of recvbuf already holds its contribution */
@@ -406,9 +394,7 @@ static int prepare_reduce_scatter(pg_strategy *s, const char *call, const CFI_cd
   if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
   if (st != PG_OK) return st;
   int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
-  int refused = PG_OK;
-  int in_place = same_array(send, recv, call, &refused);
-  if (refused) return refused;
+  int in_place = same_array(send, recv);
   if (in_place) { /* the result lands in this rank's block of the array */
     st = buffer_open(&a->send, s, send, call, "sendbuf", times(recvcount, size), dtype, 1, 1);
     if (st != PG_OK) return st;
@@ -428,9 +414,7 @@ static int prepare_alltoall(pg_strategy *s, const char *call, const CFI_cdesc_t 
   if (st == PG_OK) st = check_count(count, call, "count");
   if (st != PG_OK) return st;
   int size = pg_strategy_size(s);
-  int refused = PG_OK;
-  int in_place = same_array(send, recv, call, &refused);
-  if (refused) return refused;
+  int in_place = same_array(send, recv);
   st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(count, size), dtype, 1, 1);
   if (st != PG_OK) return st;
   if (in_place) {
@@ -449,9 +433,7 @@ static int prepare_gather(pg_strategy *s, const char *call, const CFI_cdesc_t *s
   if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
   if (st != PG_OK) return st;
   int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
-  int refused = PG_OK;
-  int in_place = at_root && same_array(send, recv, call, &refused);
-  if (refused) return refused;
+  int in_place = at_root && same_array(send, recv);
   st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(sendcount, size), dtype, at_root, 1);
   if (st != PG_OK) return st;
   if (in_place) { /* the root's block of recvbuf already holds its contribution */
@@ -470,9 +452,7 @@ static int prepare_scatter(pg_strategy *s, const char *call, const CFI_cdesc_t *
   if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
   if (st != PG_OK) return st;
   int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
-  int refused = PG_OK;
-  int in_place = at_root && same_array(send, recv, call, &refused);
-  if (refused) return refused;
+  int in_place = at_root && same_array(send, recv);
   st = buffer_open(&a->send, s, send, call, "sendbuf", times(recvcount, size), dtype, at_root,
                    in_place);
   if (st != PG_OK) return st;
