@@ -52,8 +52,11 @@ typedef struct pg_backend_context {
 } pg_backend_context;
 
 /** A backend. Fields after `user_data` may be NULL except `create`.
- * Every operation returns PG_OK or a failure status; a failure other than
- * PG_ERR_UNSUPPORTED poisons the strategy (PG_ERR_BACKEND is the usual one).
+ * Every operation returns PG_OK or a failure status. PG_ERR_BACKEND (the
+ * communication library failed) poisons the strategy. PG_ERR_UNSUPPORTED,
+ * returned before communicating, sends that one call to the device default; the
+ * decision must be the same on every rank, and send/recv never decline (their
+ * peer would wait on another communicator).
  * Operations on one instance are called by one thread at a time, with one
  * exception: pg_sendrecv on a backend that has send and recv (the table has no
  * sendrecv) runs send on the library's progress thread while recv runs in the
@@ -68,7 +71,9 @@ typedef struct pg_backend_ops {
   /** Make an instance for ctx (collective over ctx->comm). *state is passed to
    * every other entry. A failure fails pg_strategy_create on every rank. */
   pg_status (*create)(const pg_backend_context *ctx, void *user_data, void **state);
-  /** Free an instance (collective). May be NULL. */
+  /** Free an instance (collective). May be NULL. Called only for instances
+   * whose create succeeded on every rank (after a partial failure the library
+   * leaves the instances that were made). */
   void (*destroy)(void *state);
   /** CUDA backends: enqueue later operations on this cudaStream_t. */
   pg_status (*set_stream)(void *state, void *stream);

@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/registry.h"
+#include "core/runtime.h"
 #include "core/status.h"
 #include "core/strategy.h"
 #include "core/validate.h"
@@ -171,6 +172,8 @@ pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
     if (!s) return null_handle("pg_mem_alloc");
     if (!ptr) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: ptr is NULL");
     *ptr = nullptr;
+    if (pg::runtime::finalizing())
+      return pg::fail(PG_ERR_STATE, "pg_mem_alloc: MPI has been finalized");
     if (bytes > static_cast<size_t>(MPI_Aint(~0ull >> 1)))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: %zu bytes is too large", bytes);
     void *p = nullptr;
@@ -193,6 +196,8 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
   return guarded("pg_mem_free", [&] {
     if (!s) return null_handle("pg_mem_free");
     if (!ptr) return PG_OK;
+    if (pg::runtime::finalizing())
+      return pg::fail(PG_ERR_STATE, "pg_mem_free: MPI has been finalized (pg_strategy_destroy frees what is left)");
     if (!s->allocations.erase(ptr))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_free: %p was not allocated by pg_mem_alloc on this strategy", ptr);
     if (s->device.cuda) return pg::registry::cuda_mem_free(s->device.index, ptr);

@@ -22,6 +22,8 @@ bool is_p2p(Coll c) { return c == Coll::send || c == Coll::recv || c == Coll::se
 bool trivial(const CollArgs &a) { return a.count == 0 && !is_p2p(a.coll) && a.coll != Coll::barrier; }
 
 pg_status check_usable(pg_strategy *s) {
+  if (runtime::finalizing())
+    return fail(PG_ERR_STATE, "MPI has been finalized; only pg_strategy_destroy is allowed");
   if (s->poisoned)
     return fail(PG_ERR_STATE, "the strategy is unusable after an earlier failure (%s); destroy it",
                 s->poison_reason.c_str());
@@ -118,6 +120,7 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
 
 // The blocking body shared by run and queued nonblocking work.
 pg_status execute(pg_strategy *s, const CollArgs &args) {
+  PG_CHECK(check_usable(s));  // queued work after a failure does not run
   CollArgs a = args;
   std::vector<char> stage;
   stage_alltoall(s, &a, &stage);
@@ -126,7 +129,9 @@ pg_status execute(pg_strategy *s, const CollArgs &args) {
   const bool watched = s->settings.timeout_s > 0 && !is_p2p(a.coll);
   if (watched) watchdog::begin(s, a.coll);
   pg_status st = run_on(s, inst, a);
-  if (st == PG_ERR_UNSUPPORTED && inst == s->primary.get() &&
+  // Point-to-point is never delegated call by call: the peer would wait on the
+  // other communicator.
+  if (st == PG_ERR_UNSUPPORTED && inst == s->primary.get() && !is_p2p(a.coll) &&
       s->selection.backend != default_backend(s->device)) {
     // The backend declined before communicating: the device default runs it.
     st = ensure_fallback(s);
@@ -140,14 +145,6 @@ pg_status execute(pg_strategy *s, const CollArgs &args) {
     fail(st, "backend '%s' does not run %s on %s (op %s) and no other backend can", inst->name.c_str(),
          coll_name(a.coll), dtype_name(a.dtype), op_name(a.op));
   return poison_on_failure(s, st);
-}
-
-void complete(pg_work *w, pg_status st, const std::string &error) {
-  std::lock_guard<std::mutex> lock(w->mutex);
-  w->status = st;
-  if (st != PG_OK) w->error = error;
-  w->finished = true;
-  w->finished_cv.notify_all();
 }
 
 // A backend with send and recv but no sendrecv: the send goes asynchronously
@@ -166,7 +163,33 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
   return st != PG_OK ? st : sent;
 }
 
+// The body of a nonblocking operation that could not start at once. It issues
+// the same MPI calls as one started at once (the backend's native start, else
+// its blocking entry), so whether this rank's queue was busy never changes what
+// its peers must match.
+pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a) {
+  PG_CHECK(check_usable(s));
+  Instance *inst = nullptr;
+  PG_CHECK(pick(s, a.coll, &inst));
+  std::unique_ptr<Request> request;
+  pg_status st = inst->backend->start(a, &request);
+  if (st == PG_ERR_UNSUPPORTED) return execute(s, a);
+  const bool watched = s->settings.timeout_s > 0 && !is_p2p(a.coll);
+  if (watched) watchdog::begin(s, a.coll);
+  if (st == PG_OK) st = request->wait();
+  if (watched) watchdog::end(s);
+  return poison_on_failure(s, st);
+}
+
 }  // namespace
+
+void complete(pg_work *w, pg_status st, const std::string &error) {
+  std::lock_guard<std::mutex> lock(w->mutex);
+  w->status = st;
+  if (st != PG_OK) w->error = error;
+  w->finished = true;
+  w->finished_cv.notify_all();
+}
 
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   PG_CHECK(enter(s, args, local));
@@ -183,27 +206,24 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
   if (trivial(args)) {
     w->finished = true;
   } else {
-    pg_status st = PG_ERR_UNSUPPORTED;
     CollArgs a = args;
+    stage_alltoall(s, &a, &w->stage);
+    pg_status st = PG_ERR_UNSUPPORTED;
     // A native start keeps the order only when nothing is queued before it.
-    if (s->progress.idle() && !needs_stage(s, a)) {
+    if (s->progress.idle()) {
       Instance *inst = nullptr;
       PG_CHECK(pick(s, a.coll, &inst));
       st = inst->backend->start(a, &w->native);
       if (st != PG_OK && st != PG_ERR_UNSUPPORTED) return poison_on_failure(s, st);
+      if (st == PG_OK && !is_p2p(a.coll)) w->watch = {watchdog::now_ns(), s->sequence, a.coll};
     }
     if (st == PG_ERR_UNSUPPORTED) {
       w->native.reset();
-      stage_alltoall(s, &a, &w->stage);
       if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
         pg_work *raw = w.get();
-        s->progress.submit([s, raw, a] {
-          pg_status r = execute(s, a);
-          complete(raw, r, last_error());
-        });
+        s->progress.submit([s, raw, a] { complete(raw, execute_nonblocking(s, a), last_error()); });
       } else {
-        pg_status r = execute(s, a);
-        complete(w.get(), r, last_error());
+        complete(w.get(), execute_nonblocking(s, a), last_error());
       }
     }
   }
@@ -212,50 +232,67 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
   return PG_OK;
 }
 
-pg_status work_wait(pg_work *w, double timeout_s) {
+namespace {
+
+// Polls a native work until it finishes or `timeout_s` passes (< 0: forever).
+// With PGS_TIMEOUT the watchdog's deadline applies too. Sets *done.
+pg_status poll_native(pg_work *w, double timeout_s, bool *done) {
+  pg_strategy *s = w->strategy;
+  const bool watched = s && s->settings.timeout_s > 0 && w->watch.started_ns != 0;
+  if (timeout_s < 0 && !watched) {
+    *done = true;
+    return w->native->wait();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    pg_status st = w->native->test(done);
+    if (*done || st != PG_OK) {
+      *done = true;
+      return st;
+    }
+    if (watched && watchdog::overdue(s, w->watch)) watchdog::abort_job(s, w->watch);
+    if (timeout_s >= 0 && std::chrono::steady_clock::now() >= deadline) return PG_OK;
+    std::this_thread::yield();
+  }
+}
+
+// Brings w up to date without waiting; true when it has finished.
+bool settle(pg_work *w, double timeout_s) {
   if (w->native) {
     if (!w->finished) {
-      pg_status st = PG_OK;
       bool done = false;
-      if (timeout_s < 0) {
-        st = w->native->wait();
-        done = true;
-      } else {
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-        while (true) {
-          st = w->native->test(&done);
-          if (done || st != PG_OK || std::chrono::steady_clock::now() >= deadline) break;
-          std::this_thread::yield();
-        }
-        if (st != PG_OK) done = true;
-      }
-      if (!done)
-        return fail(PG_ERR_TIMEOUT, "the work has not finished after %g s; wait again", timeout_s);
+      pg_status st = poll_native(w, timeout_s, &done);
+      if (!done) return false;
       if (w->strategy) poison_on_failure(w->strategy, st);
       complete(w, st, last_error());
     }
-  } else {
-    std::unique_lock<std::mutex> lock(w->mutex);
-    auto finished = [w] { return w->finished; };
-    if (timeout_s < 0) {
-      w->finished_cv.wait(lock, finished);
-    } else if (!w->finished_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), finished)) {
-      return fail(PG_ERR_TIMEOUT, "the work has not finished after %g s; wait again", timeout_s);
-    }
+    return true;
   }
+  std::unique_lock<std::mutex> lock(w->mutex);
+  auto finished = [w] { return w->finished; };
+  if (timeout_s < 0) {
+    w->finished_cv.wait(lock, finished);
+    return true;
+  }
+  return w->finished_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), finished);
+}
+
+}  // namespace
+
+pg_status work_wait(pg_work *w, double timeout_s) {
+  if (!settle(w, timeout_s))
+    return fail(PG_ERR_TIMEOUT, "the work has not finished after %g s; wait again", timeout_s);
   return w->status == PG_OK ? PG_OK : fail_message(w->status, w->error);
 }
 
 pg_status work_test(pg_work *w, int *done) {
-  pg_status st = work_wait(w, 0);
-  *done = st != PG_ERR_TIMEOUT;
-  return st == PG_ERR_TIMEOUT ? PG_OK : st;
+  *done = settle(w, 0);  // an unfinished work is not a failure: the last error stays
+  if (!*done || w->status == PG_OK) return PG_OK;
+  return fail_message(w->status, w->error);
 }
 
 pg_status work_free(pg_work *w) {
-  int done = 0;
-  work_test(w, &done);
-  if (!done) return fail(PG_ERR_STATE, "the work has not finished; wait for it before freeing it");
+  if (!settle(w, 0)) return fail(PG_ERR_STATE, "the work has not finished; wait for it before freeing it");
   if (w->strategy) w->strategy->works.erase(w);
   delete w;
   return PG_OK;

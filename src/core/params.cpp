@@ -188,7 +188,10 @@ std::string Settings::schedule_fingerprint() const {
          " PGS_FAIRRING_SLICE_BYTES=" + std::to_string(fairring_slice_bytes) +
          " PGS_FAIRRING_INFLIGHT=" + std::to_string(fairring_inflight) +
          " PGS_FAIRRING_MIN_BYTES=" + std::to_string(fairring_min_bytes) +
-         " PGS_MPI_CHUNK_COUNT=" + std::to_string(mpi_chunk_count);
+         " PGS_MPI_CHUNK_COUNT=" + std::to_string(mpi_chunk_count) +
+         // With a watchdog, blocking calls below MPI_THREAD_MULTIPLE are issued
+         // as nonblocking MPI calls (polled), which cannot match blocking ones.
+         " PGS_TIMEOUT=" + (timeout_s > 0 ? "on" : "off");
 }
 
 }  // namespace pg::params

@@ -75,6 +75,12 @@ pg_status add_table(const pg_backend_ops *ops) {
                 "pg_backend_register: struct_size %zu is too small to hold the table's header "
                 "(at least %zu bytes)",
                 ops->struct_size, needed);
+  // A size far beyond any layout is an uninitialized field, not a newer table.
+  if (ops->struct_size > 64 * known)
+    return fail(PG_ERR_PLUGIN,
+                "pg_backend_register: struct_size %zu is not a table size (this library's is %zu); "
+                "set it to sizeof(pg_backend_ops)",
+                ops->struct_size, known);
   if (ops->struct_size > known) {
     const unsigned char *tail = reinterpret_cast<const unsigned char *>(ops) + known;
     for (std::size_t i = 0; i < ops->struct_size - known; ++i)

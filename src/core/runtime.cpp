@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -15,12 +16,14 @@ namespace pg::runtime {
 namespace {
 
 std::mutex g_mutex;
+std::atomic<bool> g_finalizing{false};
 std::set<pg_strategy *> g_live;
 int g_level = MPI_THREAD_SINGLE;
 
 // Runs inside MPI_Finalize (an attribute on MPI_COMM_SELF is deleted first
 // thing): progress threads must stop while MPI still works.
 int on_finalize(MPI_Comm, int, void *, void *) {
+  g_finalizing = true;
   std::set<pg_strategy *> live;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -97,6 +100,8 @@ pg_status ensure_mpi() {
 }
 
 int thread_level() { return g_level; }
+
+bool finalizing() { return g_finalizing.load(std::memory_order_relaxed); }
 
 bool mpi_alive() {
   int initialized = 0, finalized = 0;

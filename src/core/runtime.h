@@ -15,6 +15,8 @@ pg_status ensure_mpi();
 int thread_level();
 // MPI initialized and not yet finalized.
 bool mpi_alive();
+// MPI_Finalize has begun (cheap: one atomic load, for every call's checks).
+bool finalizing();
 
 // Live strategies, so that finalization can stop their threads first.
 void track(pg_strategy *s);

@@ -172,8 +172,10 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
     if (settings_status != PG_OK) return fail_message(settings_status, settings_error);
     return check_locally(s, device, backend, &entry, &gpus);
   }));
-  PG_CHECK(agree_same(s->comm, "backend '" + s->selection.backend + "' " + s->settings.schedule_fingerprint(),
-                      "the backend or the schedule settings"));
+  PG_CHECK(agree_same(s->comm,
+                      "device '" + s->device.kind() + "' backend '" + s->selection.backend + "' " +
+                          s->settings.schedule_fingerprint(),
+                      "the device, the backend or the schedule settings"));
   PG_CHECK(collective_step(s, [&] {
     return topology::build_layout(s->comm, s->settings.ranks_per_node, &s->layout);
   }));
@@ -185,7 +187,17 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
   }));
   topology::check_launcher(MPI_COMM_WORLD);
 
-  PG_CHECK(collective_step(s, [&] { return make_instance(s, *entry, &s->primary); }));
+  pg_status made = collective_step(s, [&] { return make_instance(s, *entry, &s->primary); });
+  if (made != PG_OK) {
+    // Another rank's create failed: this rank's instance must not run the
+    // backend's (collective) destroy alone, so it is left as it is.
+    if (s->primary && s->primary->backend) {
+      PG_LOG(warn, "backend '%s' created here but not on every rank; its instance is leaked",
+             entry->name.c_str());
+      static_cast<void>(s->primary->backend.release());
+    }
+    return made;
+  }
   s->lacks = lacking(*s->primary->backend);
   // Point-to-point cannot create the default lazily (it is not collective).
   if (s->lacks[static_cast<int>(Coll::send)] && s->selection.backend != default_backend(s->device))
@@ -233,6 +245,11 @@ pg_status destroy_strategy(pg_strategy *s) {
     if (alive && !s->poisoned) {
       pg_status st = work_wait(w, -1);
       if (st != PG_OK && result == PG_OK) result = st;
+    } else if (w->native && !w->finished) {
+      // Its request belongs to the backend about to go: give it back now
+      // (after MPI_Finalize nothing may be called, so it is left).
+      if (alive) w->native.reset(); else w->native.release();
+      complete(w, PG_ERR_STATE, "the strategy was destroyed before this work finished");
     }
     w->strategy = nullptr;
   }

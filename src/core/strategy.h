@@ -15,6 +15,7 @@
 #include "core/params.h"
 #include "core/progress.h"
 #include "core/selection.h"
+#include "core/watchdog.h"
 #include "topology/layout.h"
 
 namespace pg {
@@ -50,7 +51,7 @@ struct pg_strategy {
   std::bitset<pg::kCollCount> delegated;   // operations the backend declined at least once
 
   pg::Progress progress;
-  std::set<pg_work *> works;  // unfinished works, completed at destroy
+  std::set<pg_work *> works;  // works not yet freed; destroy finishes them first
   std::set<void *> allocations;
   std::uint64_t sequence = 0;  // collectives issued, for the checks and the watchdog
 
@@ -75,6 +76,7 @@ struct pg_work {
   pg_status status = PG_OK;
   std::string error;
   std::vector<char> stage;                       // staging for in-place alltoall
+  pg::watchdog::Watch watch;                     // a native collective under PGS_TIMEOUT
 };
 
 namespace pg {
@@ -95,6 +97,8 @@ bool delegates(const pg_strategy *s, Coll coll);
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local);
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out);
 
+// Marks w finished with `st` (and its message) and wakes its waiters.
+void complete(pg_work *w, pg_status st, const std::string &error);
 pg_status work_wait(pg_work *w, double timeout_s);
 pg_status work_test(pg_work *w, int *done);
 pg_status work_free(pg_work *w);

@@ -14,12 +14,6 @@
 namespace pg::watchdog {
 namespace {
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 void watch_loop() {
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -31,6 +25,23 @@ void watch_loop() {
 }
 
 }  // namespace
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool overdue(const pg_strategy *s, const Watch &watch) {
+  return watch.started_ns != 0 && s->settings.timeout_s > 0 &&
+         static_cast<double>(now_ns() - watch.started_ns) * 1e-9 > s->settings.timeout_s;
+}
+
+void abort_job(pg_strategy *s, const Watch &watch) {
+  s->watch_coll = static_cast<int>(watch.coll);
+  s->watch_sequence = watch.sequence;
+  abort_job(s);
+}
 
 void begin(pg_strategy *s, Coll coll) {
   if (s->settings.timeout_s <= 0) return;

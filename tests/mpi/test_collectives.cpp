@@ -5,6 +5,7 @@
 //
 //   test_collectives [backend] [quick]
 // "quick" narrows dtypes and counts (for runs with a tiny chunk limit).
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -236,6 +237,41 @@ int main(int argc, char **argv) {
     }
     for (std::size_t n : counts)
       for (bool in_place : {false, true}) movement(dtype, n, in_place);
+  }
+  // MIN/MAX over NaN and signed zeros: every rank gets the same bits (MPI
+  // combines in a different order on each rank), -0 < +0, and NaN wins.
+  pg_test_step("min/max symmetry");
+  for (pg_dtype dtype : {PG_FLOAT16, PG_BFLOAT16, PG_FLOAT32, PG_FLOAT64}) {
+    const std::size_t es = pg::dtype_size(dtype);
+    for (pg_op op : {PG_MIN, PG_MAX}) {
+      // element 0: +0 on even ranks, -0 on odd; element 1: NaN on the last rank, else 1.
+      std::vector<char> v(2 * es), out(2 * es);
+      auto put = [&](std::size_t i, double x) {
+        char *p = v.data() + i * es;
+        if (dtype == PG_FLOAT16) { uint16_t h = pg::float_to_half(float(x)); std::memcpy(p, &h, 2); }
+        else if (dtype == PG_BFLOAT16) { uint16_t b = pg::float_to_bf16(float(x)); std::memcpy(p, &b, 2); }
+        else if (dtype == PG_FLOAT32) { float f = float(x); std::memcpy(p, &f, 4); }
+        else std::memcpy(p, &x, 8);
+      };
+      put(0, R % 2 ? -0.0 : 0.0);
+      put(1, R == P - 1 && P > 1 ? NAN : 1.0);
+      PG_CHECK_STATUS(pg_allreduce(S, v.data(), out.data(), 2, dtype, op), PG_OK);
+      std::vector<char> all(2 * es * P);
+      MPI_Allgather(out.data(), int(2 * es), MPI_BYTE, all.data(), int(2 * es), MPI_BYTE, MPI_COMM_WORLD);
+      for (int q = 1; q < P; ++q)
+        PG_CHECK_TRUE(std::memcmp(all.data(), all.data() + q * 2 * es, 2 * es) == 0,
+                      "%s %s: rank %d got other bits than rank 0", pg::dtype_name(dtype), pg::op_name(op), q);
+      // The sign bit of element 0 is the top bit of its last byte (little endian).
+      const bool negative = (out[es - 1] & 0x80) != 0;
+      if (P > 1) PG_CHECK_TRUE(negative == (op == PG_MIN), "%s %s of +0 and -0", pg::dtype_name(dtype), pg::op_name(op));
+      const char *e1 = out.data() + es;
+      double second = 0;
+      if (dtype == PG_FLOAT16) { uint16_t h; std::memcpy(&h, e1, 2); second = pg::half_to_float(h); }
+      else if (dtype == PG_BFLOAT16) { uint16_t b; std::memcpy(&b, e1, 2); second = pg::bf16_to_float(b); }
+      else if (dtype == PG_FLOAT32) { float f; std::memcpy(&f, e1, 4); second = f; }
+      else std::memcpy(&second, e1, 8);
+      if (P > 1) PG_CHECK_TRUE(std::isnan(second), "%s %s with a NaN: %g", pg::dtype_name(dtype), pg::op_name(op), second);
+    }
   }
   pg_test_step("barrier");
   PG_CHECK_STATUS(pg_barrier(S), PG_OK);

@@ -107,7 +107,9 @@ int main(int argc, char **argv) {
   pg_strategy *late = NULL;
   PG_CHECK_STATUS(pg_strategy_create("cpu", NULL, &late), PG_OK);
   MPI_Finalize();
-  /* After MPI_Finalize: frees memory, makes no MPI call. */
+  /* After MPI_Finalize: calls are refused, destroy frees memory and makes no MPI call. */
+  int one = 1, sum = 0;
+  if (pg_allreduce(late, &one, &sum, 1, PG_INT32, PG_SUM) != PG_ERR_STATE) failed = 1;
   if (pg_strategy_destroy(late) != PG_OK) failed = 1;
   return failed;
 }

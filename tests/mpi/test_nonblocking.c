@@ -56,6 +56,20 @@ static void check_backend(const char *backend) {
   PG_CHECK_STATUS(pg_work_free(w2), PG_OK);
   PG_CHECK_STATUS(pg_work_free(w3), PG_OK);
 
+  pg_test_step("%s: queue state differs between ranks", backend);
+  /* One rank waits for its first work before starting the second, the others
+   * do not: how the second starts must not depend on that. */
+  pg_work *first = NULL, *second = NULL;
+  int token = rank == 0 ? 5 : 0;
+  PG_CHECK_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &first), PG_OK);
+  if (rank == 1) PG_CHECK_STATUS(pg_work_wait(first, -1), PG_OK);
+  PG_CHECK_STATUS(pg_ibroadcast(s, &token, 1, PG_INT32, 0, &second), PG_OK);
+  PG_CHECK_STATUS(pg_work_wait(second, 60.0), PG_OK);
+  PG_CHECK_STATUS(pg_work_wait(first, 60.0), PG_OK);
+  PG_CHECK_TRUE(token == 5 && y[1] == size * (size - 1) / 2.0 + size, "results %d %g", token, y[1]);
+  PG_CHECK_STATUS(pg_work_free(first), PG_OK);
+  PG_CHECK_STATUS(pg_work_free(second), PG_OK);
+
   pg_test_step("%s: irecv timeout", backend);
   if (size > 1 && rank < 2) {
     double v = -1;

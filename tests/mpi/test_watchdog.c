@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pg_test.h"
+#include "pg_strategy.h"
 
 int main(int argc, char **argv) {
   int provided = 0;

@@ -59,16 +59,10 @@ class Pending final : public Request {
     return PG_OK;
   }
 
-  ~Pending() override {
-    // Requests are left unfinished only when a strategy is torn down after a
-    // failure (blocking use has none).
-    if (requests_.empty()) return;
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized)
-      for (MPI_Request &r : requests_)
-        if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
-  }
+  // Requests are left unfinished only when issuing failed halfway or a strategy
+  // is torn down after a failure. MPI forbids freeing an active collective
+  // request, and waiting could hang: they are left to MPI_Finalize.
+  ~Pending() override = default;
 
  private:
   // MPI only reads a request handle at the call that fills it, so the vector may grow.

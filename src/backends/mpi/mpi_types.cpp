@@ -1,12 +1,37 @@
 #include "backends/mpi/mpi_types.h"
 
+#include <cmath>
 #include <mutex>
 
+#include "core/dtype.h"
 #include "core/half.h"
 #include "core/status.h"
 
 namespace pg::mpi {
 namespace {
+
+// MIN and MAX that give the same bits whichever operand MPI passes first (MPI
+// combines in a different order on each rank): NaN wins, and -0 < +0.
+template <typename T>
+T symmetric_min(T x, T y) {
+  if (x != x || y != y) return x != x ? x : y;
+  if (x == y) return std::signbit(x) ? x : y;
+  return x < y ? x : y;
+}
+
+template <typename T>
+T symmetric_max(T x, T y) {
+  if (x != x || y != y) return x != x ? x : y;
+  if (x == y) return std::signbit(x) ? y : x;
+  return x > y ? x : y;
+}
+
+template <typename T, bool Max>
+void combine_extreme(void *in, void *inout, int *len, MPI_Datatype *) {
+  const T *a = static_cast<const T *>(in);
+  T *b = static_cast<T *>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = Max ? symmetric_max(a[i], b[i]) : symmetric_min(a[i], b[i]);
+}
 
 template <float (*Load)(uint16_t), uint16_t (*Store)(float), pg_op Op>
 void combine16(void *in, void *inout, int *len, MPI_Datatype *) {
@@ -16,8 +41,8 @@ void combine16(void *in, void *inout, int *len, MPI_Datatype *) {
     float x = Load(a[i]), y = Load(b[i]), r;
     switch (Op) {
       case PG_PROD: r = x * y; break;
-      case PG_MIN: r = y < x ? y : x; break;
-      case PG_MAX: r = y > x ? y : x; break;
+      case PG_MIN: r = symmetric_min(x, y); break;
+      case PG_MAX: r = symmetric_max(x, y); break;
       default: r = x + y; break;
     }
     b[i] = Store(r);
@@ -75,6 +100,23 @@ pg_status operation(pg_dtype dtype, pg_op op, MPI_Op *out) {
     });
     if (error != MPI_SUCCESS) return mpi_failure(error, "MPI_Op_create", __FILE__, __LINE__);
     *out = ops[dtype == PG_BFLOAT16][op == PG_AVG ? PG_SUM : op];
+    return PG_OK;
+  }
+  if (is_floating(dtype) && (op == PG_MIN || op == PG_MAX)) {
+    // MPI's built-in MIN/MAX are not symmetric for NaN and signed zeros.
+    static std::once_flag once;
+    static MPI_Op ops[2][2];  // [float32 | float64][min | max]
+    static int error = MPI_SUCCESS;
+    std::call_once(once, [] {
+      using Fn = void (*)(void *, void *, int *, MPI_Datatype *);
+      const Fn fns[2][2] = {{combine_extreme<float, false>, combine_extreme<float, true>},
+                            {combine_extreme<double, false>, combine_extreme<double, true>}};
+      for (int t = 0; t < 2; ++t)
+        for (int m = 0; m < 2; ++m)
+          if (error == MPI_SUCCESS) error = MPI_Op_create(fns[t][m], /*commute=*/1, &ops[t][m]);
+    });
+    if (error != MPI_SUCCESS) return mpi_failure(error, "MPI_Op_create", __FILE__, __LINE__);
+    *out = ops[dtype == PG_FLOAT64][op == PG_MAX];
     return PG_OK;
   }
   switch (op) {
