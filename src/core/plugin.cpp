@@ -123,9 +123,11 @@ Attempt open_plugin(const std::string &name, const std::string &file) {
   auto init = reinterpret_cast<pg_backend_plugin_init_fn>(symbol);
   pg_status status = PG_ERR_INTERNAL;
   std::string init_error;
+  const std::string error_before = last_error();
   try {
     status = init();
-    if (status != PG_OK) init_error = last_error();
+    // Only a message the init call itself left (a failing pg_ call) says why.
+    if (status != PG_OK && last_error() != error_before) init_error = last_error();
   } catch (...) {
     // A C++ plugin let an exception escape; it does not cross the C ABI further.
     status = PG_ERR_INTERNAL;

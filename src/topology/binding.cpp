@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "core/status.h"
 #include "topology/hwloc_util.h"
@@ -38,8 +39,16 @@ Binding choose_binding(const Machine &machine, params::Bind mode, int local_rank
     if (node) b.reason = "NUMA node of GPU " + gpu->pci_bus_id;
   }
   if (!node) {
-    std::size_t n = machine.numa.size();
-    node = &machine.numa[static_cast<std::size_t>(local_rank < 0 ? 0 : local_rank) % n];
+    // Only NUMA nodes with cores: memory-only nodes (HBM, CXL, GPU memory) cannot hold a rank.
+    std::vector<const NumaNode *> with_cores;
+    for (const NumaNode &m : machine.numa)
+      if (m.cores > 0) with_cores.push_back(&m);
+    if (with_cores.empty()) {
+      b.reason = "no NUMA node with cores in the topology";
+      return b;
+    }
+    std::size_t n = with_cores.size();
+    node = with_cores[static_cast<std::size_t>(local_rank < 0 ? 0 : local_rank) % n];
     b.reason = "local rank " + std::to_string(local_rank) + " round-robin over " +
                std::to_string(n) + " NUMA node" + (n == 1 ? "" : "s");
     if (gpu) b.reason += " (hwloc cannot place GPU " + gpu->pci_bus_id + ")";
