@@ -46,6 +46,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backends/nccl/nccl_check.h"
@@ -59,13 +60,16 @@ namespace {
 
 // What a backend shares with the operations it started: the communicator (NULL
 // once the backend is gone) and whether something failed on it.
+// The mutex guards `comm` between a waiting thread and the watchdog's abort.
 struct CommState {
+  std::mutex mutex;
   ncclComm_t comm = nullptr;
   bool failed = false;
 };
 
 // PG_ERR_BACKEND if NCCL has recorded an asynchronous error on the communicator.
 pg_status async_error(CommState &state) {
+  std::lock_guard<std::mutex> lock(state.mutex);
   if (!state.comm) return PG_OK;
   ncclResult_t async = ncclSuccess;
   ncclResult_t result = ncclCommGetAsyncError(state.comm, &async);
@@ -202,6 +206,7 @@ class NcclBackend final : public Backend {
 
   // The watchdog ends the job next; kernels stuck waiting for peers are freed.
   void abort() override {
+    std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->comm) ncclCommAbort(state_->comm);
     state_->comm = nullptr;
   }
