@@ -118,7 +118,7 @@ std::bitset<kCollCount> lacking(const Backend &b) {
 pg_status make_instance(pg_strategy *s, const BackendEntry &entry, std::unique_ptr<Instance> *out) {
   auto inst = std::make_unique<Instance>();
   inst->name = entry.name;
-  PG_CHECK(dup_comm(s->comm, &inst->comm));
+  PG_CHECK(dup_comm(s->instance_comm, &inst->comm));
   PG_CHECK(topology::dup_layout(s->layout, &inst->layout));
   pg_backend_context &c = inst->ctx;
   c.comm = inst->comm;
@@ -160,6 +160,7 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
   PG_MPI_CHECK(MPI_Comm_test_inter(comm, &inter));
   if (inter) return fail(PG_ERR_INVALID_ARGUMENT, "an intercommunicator cannot hold a strategy");
   PG_CHECK(dup_comm(comm, &s->comm));
+  PG_CHECK(dup_comm(comm, &s->instance_comm));
   MPI_Comm_rank(s->comm, &s->rank);
   MPI_Comm_size(s->comm, &s->size);
   int *tag_ub = nullptr, has_tag_ub = 0;
@@ -266,6 +267,7 @@ pg_status destroy_strategy(pg_strategy *s) {
   if (alive) {
     topology::free_layout(&s->layout);
     if (s->comm != MPI_COMM_NULL) MPI_Comm_free(&s->comm);
+    if (s->instance_comm != MPI_COMM_NULL) MPI_Comm_free(&s->instance_comm);
   }
   delete s;
   return result;

@@ -39,6 +39,9 @@ struct pg_strategy {
   pg::Selection selection;
   pg::params::Settings settings;
   MPI_Comm comm = MPI_COMM_NULL;  // the library's own duplicate: agreement, checks
+  // Backend instances are duplicated from this one: a fallback may be created on
+  // the progress thread while the caller's thread runs checks on `comm`.
+  MPI_Comm instance_comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   int tag_ub = 32767;              // MPI_TAG_UB of comm
   pg::topology::Layout layout;     // the library's own node/rail communicators
