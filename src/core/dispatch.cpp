@@ -120,7 +120,6 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
 
 // The blocking body shared by run and queued nonblocking work.
 pg_status execute(pg_strategy *s, const CollArgs &args) {
-  PG_CHECK(check_usable(s));  // queued work after a failure does not run
   CollArgs a = args;
   std::vector<char> stage;
   stage_alltoall(s, &a, &stage);
@@ -168,7 +167,7 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
 // its blocking entry), so whether this rank's queue was busy never changes what
 // its peers must match.
 pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a) {
-  PG_CHECK(check_usable(s));
+  PG_CHECK(check_usable(s));  // queued work after a failure does not run
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
   std::unique_ptr<Request> request;
