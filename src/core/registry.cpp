@@ -147,10 +147,12 @@ pg_status cuda_mem_alloc(int device, std::size_t bytes, void **ptr) {
   return nccl::mem_alloc(device, bytes, ptr);
 }
 pg_status cuda_mem_free(int device, void *ptr) { return nccl::mem_free(device, ptr); }
+pg_status cuda_pci_bus_id(int device, std::string *bus_id) { return nccl::pci_bus_id(device, bus_id); }
 #else
 // Unreachable: no CUDA strategy exists without CUDA.
 pg_status cuda_mem_alloc(int, std::size_t, void **) { return cuda_device_count(nullptr); }
 pg_status cuda_mem_free(int, void *) { return cuda_device_count(nullptr); }
+pg_status cuda_pci_bus_id(int, std::string *) { return cuda_device_count(nullptr); }
 #endif
 
 const BackendEntry *find(const std::string &name) {

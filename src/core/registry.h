@@ -32,6 +32,8 @@ pg_status cuda_device_count(int *count);
 // Device memory on GPU `device` (pg_mem_alloc on a CUDA strategy).
 pg_status cuda_mem_alloc(int device, std::size_t bytes, void **ptr);
 pg_status cuda_mem_free(int device, void *ptr);
+// PCI bus id of GPU `device`, as CUDA reports it.
+pg_status cuda_pci_bus_id(int device, std::string *bus_id);
 // Whether `name` fits [a-z0-9_]{1,63}.
 bool valid_name(const std::string &name);
 

@@ -182,9 +182,13 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
   }));
   s->device_name = "cpu";
   PG_CHECK(collective_step(s, [&] {
-    if (s->device.cuda) PG_CHECK(choose_gpu(s, gpus));
+    std::string bus_id;  // CUDA's own view of the GPU, matched in hwloc's topology
+    if (s->device.cuda) {
+      PG_CHECK(choose_gpu(s, gpus));
+      if (registry::cuda_pci_bus_id(s->device.index, &bus_id) != PG_OK) bus_id.clear();
+    }
     return topology::prepare_rank(s->settings, s->layout, s->device.cuda ? s->device.index : -1,
-                                  &s->placement);
+                                  &s->placement, bus_id);
   }));
   topology::check_launcher(MPI_COMM_WORLD);
 

@@ -22,7 +22,7 @@ const Nic *nic_for_rank(const Machine &machine, const Gpu *gpu, const Binding &b
 }
 
 pg_status prepare_rank(const params::Settings &settings, const Layout &layout, int cuda_index,
-                       std::string *report) {
+                       std::string *report, const std::string &cuda_bus_id) {
   report->clear();
   std::shared_ptr<const Machine> machine;
   pg_status status = load_machine(settings.topology_xml, &machine);
@@ -36,7 +36,8 @@ pg_status prepare_rank(const params::Settings &settings, const Layout &layout, i
   }
 
   const Gpu *gpu = nullptr;
-  if (cuda_index >= 0) {
+  if (cuda_index >= 0 && !cuda_bus_id.empty()) gpu = find_gpu_by_bus_id(*machine, cuda_bus_id);
+  if (cuda_index >= 0 && !gpu) {
     std::vector<const Gpu *> visible =
         visible_gpus(*machine, std::getenv("CUDA_VISIBLE_DEVICES"));
     if (cuda_index < static_cast<int>(visible.size())) gpu = visible[cuda_index];

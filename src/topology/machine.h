@@ -183,8 +183,10 @@ void check_launcher(MPI_Comm world);
 // Per-rank preparation at strategy creation (local, after the layout is built):
 // loads the node topology once per process (PGS_TOPOLOGY_XML when set), applies
 // PGS_BIND, and writes a one-line summary (binding, GPU, NIC) to *report.
-// `cuda_index` is the CUDA device this rank uses, -1 for a CPU strategy.
+// `cuda_index` is the CUDA device this rank uses, -1 for a CPU strategy; its
+// `cuda_bus_id` (from CUDA) finds it in hwloc's topology, else CUDA's index in
+// PCI order over CUDA_VISIBLE_DEVICES does.
 pg_status prepare_rank(const params::Settings &settings, const Layout &layout, int cuda_index,
-                       std::string *report);
+                       std::string *report, const std::string &cuda_bus_id = std::string());
 
 }  // namespace pg::topology

@@ -364,6 +364,14 @@ TEST(Binding, PrepareRankReport) {
   EXPECT_NE(report.find("gpu=cuda:6 0000:93:00.0"), std::string::npos) << report;
   EXPECT_NE(report.find("NIC mlx5_3 (same host bridge)"), std::string::npos) << report;
 
+  // CUDA's bus id wins over the index (CUDA may order GPUs fastest first);
+  // an id hwloc does not know falls back to the index.
+  ASSERT_EQ(topo::prepare_rank(settings, layout, 0, &report, "0000:93:00.0"), PG_OK);
+  EXPECT_NE(report.find("gpu=cuda:0 0000:93:00.0"), std::string::npos) << report;
+  EXPECT_NE(report.find("bind=numa:1"), std::string::npos) << report;
+  ASSERT_EQ(topo::prepare_rank(settings, layout, 6, &report, "0000:ff:00.0"), PG_OK);
+  EXPECT_NE(report.find("gpu=cuda:6 0000:93:00.0"), std::string::npos) << report;
+
   // A CPU strategy: round-robin, and a NIC on that NUMA node.
   layout.local_rank = 2;
   ASSERT_EQ(topo::prepare_rank(settings, layout, -1, &report), PG_OK) << pg::last_error();

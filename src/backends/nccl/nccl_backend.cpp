@@ -466,4 +466,11 @@ pg_status mem_free(int device, void *ptr) {
   return PG_OK;
 }
 
+pg_status pci_bus_id(int device, std::string *bus_id) {
+  char text[32] = "";
+  PG_CUDA_CHECK(cudaDeviceGetPCIBusId(text, sizeof text, device));
+  *bus_id = text;
+  return PG_OK;
+}
+
 }  // namespace pg::nccl

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/registry.h"
 
@@ -20,5 +21,8 @@ pg_status cuda_device_count(int *count);
 // the caller's current device is left as it was). Not collective by itself.
 pg_status mem_alloc(int device, std::size_t bytes, void **ptr);
 pg_status mem_free(int device, void *ptr);
+
+// The PCI bus id of GPU `device` ("0000:93:00.0"), to find it in hwloc's topology.
+pg_status pci_bus_id(int device, std::string *bus_id);
 
 }  // namespace pg::nccl
