@@ -7,37 +7,11 @@
 #include <cstring>
 
 #include "backend.h"
+#include "backends/nccl/nccl_types.h"
 #include "dtypes.h"
 
 namespace pgbench {
 namespace {
-
-ncclDataType_t nccl_type(pg_dtype d) {
-  switch (d) {
-    case PG_INT8: return ncclInt8;
-    case PG_UINT8: return ncclUint8;
-    case PG_INT32: return ncclInt32;
-    case PG_UINT32: return ncclUint32;
-    case PG_INT64: return ncclInt64;
-    case PG_UINT64: return ncclUint64;
-    case PG_FLOAT16: return ncclFloat16;
-    case PG_BFLOAT16: return ncclBfloat16;
-    case PG_FLOAT32: return ncclFloat32;
-    case PG_FLOAT64: return ncclFloat64;
-  }
-  return ncclFloat32;
-}
-
-ncclRedOp_t nccl_op(pg_op op) {
-  switch (op) {
-    case PG_SUM: return ncclSum;
-    case PG_PROD: return ncclProd;
-    case PG_MIN: return ncclMin;
-    case PG_MAX: return ncclMax;
-    case PG_AVG: return ncclAvg;
-    default: return ncclSum;  // bitwise operators are refused in unsupported()
-  }
-}
 
 class NcclRaw : public Backend {
  public:
@@ -116,18 +90,20 @@ class NcclRaw : public Backend {
   }
 
   std::string run(const Call &c) override {
-    const ncclDataType_t t = nccl_type(c.dtype);
+    const ncclDataType_t t = pg::nccl::datatype(c.dtype);
+    ncclRedOp_t op = ncclSum;  // bitwise operators are refused in unsupported()
+    pg::nccl::reduction(c.op, &op);
     const size_t es = dtype_size(c.dtype);
     ncclResult_t r = ncclSuccess;
     switch (c.coll) {
       case Collective::Allreduce:
-        r = ncclAllReduce(c.send, c.recv, c.count, t, nccl_op(c.op), comm_, stream_);
+        r = ncclAllReduce(c.send, c.recv, c.count, t, op, comm_, stream_);
         break;
       case Collective::Allgather:
         r = ncclAllGather(c.send, c.recv, c.count, t, comm_, stream_);
         break;
       case Collective::ReduceScatter:
-        r = ncclReduceScatter(c.send, c.recv, c.count, t, nccl_op(c.op), comm_, stream_);
+        r = ncclReduceScatter(c.send, c.recv, c.count, t, op, comm_, stream_);
         break;
       case Collective::Broadcast:
         r = ncclBroadcast(c.recv, c.recv, c.count, t, c.root, comm_, stream_);
