@@ -24,7 +24,8 @@ struct Registry {
 #ifndef PG_HAVE_CUDA
 // "nccl" is registered in every build, so selection can say why it cannot run.
 BackendEntry nccl_unavailable() {
-  return {"nccl", PG_DEVICE_CUDA, [](const pg_backend_context &, std::unique_ptr<Backend> *) {
+  return {"nccl", PG_DEVICE_CUDA,
+          [](const pg_backend_context &, const params::Settings &, std::unique_ptr<Backend> *) {
             return fail(PG_ERR_UNAVAILABLE,
                         "backend 'nccl' is not available: this build of pgstrategy has no CUDA "
                         "support (configure with -DPGS_ENABLE_CUDA=ON and a CUDA toolkit with NCCL)");
@@ -125,7 +126,8 @@ pg_status add_table(const pg_backend_ops *ops) {
   r.names[name] = std::move(stored_name);
   r.tables[name] = std::move(table);
   add_locked(r, {name, stored->devices,
-                 [stored](const pg_backend_context &ctx, std::unique_ptr<Backend> *out) {
+                 [stored](const pg_backend_context &ctx, const params::Settings &,
+                          std::unique_ptr<Backend> *out) {
                    return make_table_backend(*stored, ctx, out);
                  }});
   return PG_OK;

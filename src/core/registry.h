@@ -8,14 +8,18 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/params.h"
 
 namespace pg {
 
 struct BackendEntry {
   std::string name;
   uint32_t devices = 0;  // PG_DEVICE_* bits
-  // Makes an instance on a context that stays valid until the instance is destroyed.
-  std::function<pg_status(const pg_backend_context &, std::unique_ptr<Backend> *)> make;
+  // Makes an instance on a context that stays valid until the instance is
+  // destroyed, with the settings every rank agreed on at creation.
+  std::function<pg_status(const pg_backend_context &, const params::Settings &,
+                          std::unique_ptr<Backend> *)>
+      make;
 };
 
 namespace registry {

@@ -134,7 +134,7 @@ pg_status make_instance(pg_strategy *s, const BackendEntry &entry, std::unique_p
   c.node_count = inst->layout.node_count;
   c.stream = s->stream;
   c.log = log::from_backend;
-  PG_CHECK(entry.make(inst->ctx, &inst->backend));
+  PG_CHECK(entry.make(inst->ctx, s->settings, &inst->backend));
   *out = std::move(inst);
   return PG_OK;
 }

@@ -357,9 +357,8 @@ class MpiBackend final : public Backend {
 
 BackendEntry entry() {
   return {"mpi", PG_DEVICE_CPU,
-          [](const pg_backend_context &ctx, std::unique_ptr<Backend> *out) -> pg_status {
-            params::Settings settings;
-            PG_CHECK(params::read(&settings));
+          [](const pg_backend_context &ctx, const params::Settings &settings,
+             std::unique_ptr<Backend> *out) -> pg_status {
             std::size_t chunk = settings.mpi_chunk_count ? settings.mpi_chunk_count : INT_MAX;
             *out = std::make_unique<MpiBackend>(ctx, chunk);
             return PG_OK;

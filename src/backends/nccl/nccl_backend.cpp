@@ -416,7 +416,8 @@ class NcclBackend final : public Backend {
 
 BackendEntry entry() {
   return {"nccl", PG_DEVICE_CUDA,
-          [](const pg_backend_context &ctx, std::unique_ptr<Backend> *out) -> pg_status {
+          [](const pg_backend_context &ctx, const params::Settings &,
+             std::unique_ptr<Backend> *out) -> pg_status {
             if (ctx.device_index < 0)
               return fail(PG_ERR_INTERNAL, "nccl backend: created without a CUDA device");
             auto backend = std::make_unique<NcclBackend>(ctx);
