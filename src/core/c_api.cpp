@@ -52,9 +52,13 @@ pg_status blocking(const char *fn, pg_strategy *s, const CollArgs &a) {
 pg_status nonblocking(const char *fn, pg_strategy *s, const CollArgs &a, pg_work **work) {
   return guarded(fn, [&] {
     if (!s) return null_handle(fn);
-    if (!work) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: work is NULL", fn);
-    *work = nullptr;
-    return pg::start(s, a, pg::validate(fn, s, a), work);
+    // A NULL work is an argument error like the others (collective under PGS_DEBUG=detail).
+    pg_status local = work ? pg::validate(fn, s, a)
+                           : pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: work is NULL", fn);
+    pg_work *started = nullptr;
+    pg_status st = pg::start(s, a, local, &started);
+    if (work) *work = started;
+    return st;
   });
 }
 
