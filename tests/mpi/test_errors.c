@@ -97,6 +97,8 @@ int main(void) {
   expect_message("overlap");
   PG_CHECK_STATUS(pg_allreduce(s, a, b, SIZE_MAX / 2, PG_FLOAT32, PG_SUM), PG_ERR_INVALID_ARGUMENT);
   expect_message("overflow");
+  PG_CHECK_STATUS(pg_iallreduce(s, a, b, 1, PG_FLOAT32, PG_SUM, NULL), PG_ERR_INVALID_ARGUMENT);
+  expect_message("work is NULL");
   PG_CHECK_STATUS(pg_broadcast(s, a, 1, PG_FLOAT32, size), PG_ERR_INVALID_ARGUMENT);
   expect_message("root");
   PG_CHECK_STATUS(pg_broadcast(s, a, 1, PG_FLOAT32, -1), PG_ERR_INVALID_ARGUMENT);
@@ -144,6 +146,11 @@ int main(void) {
     PG_CHECK_STATUS(pg_broadcast(s, a, 1, PG_FLOAT32, rank == 0 ? size : 0), PG_ERR_MISMATCH);
     PG_CHECK_STATUS(pg_allreduce(s, rank == 1 ? NULL : a, b, 1, PG_FLOAT32, PG_SUM), PG_ERR_INVALID_ARGUMENT);
     expect_message("rank 1");
+    pg_work *w = NULL;
+    PG_CHECK_STATUS(pg_iallreduce(s, a, b, 1, PG_FLOAT32, PG_SUM, rank == 1 ? NULL : &w),
+                    PG_ERR_INVALID_ARGUMENT);
+    expect_message("work is NULL");
+    PG_CHECK_TRUE(w == NULL, "no work when a rank's arguments were refused");
   }
   a[0] = 2.0f;
   PG_CHECK_STATUS(pg_allreduce(s, a, b, 1, PG_FLOAT32, PG_SUM), PG_OK);
