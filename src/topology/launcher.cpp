@@ -44,22 +44,26 @@ struct Reader {
   const char *text(const char *var) const { return raw(var); }
 };
 
-bool consistent(Launcher *l, Reader *r) {
+// Takes `candidate` as the launcher when its variables make sense; otherwise
+// notes in `found` why they were ignored.
+bool adopt(Launcher *found, Launcher candidate, Reader *r) {
   if (r->problem.empty()) {
-    if (l->size == 0)
+    if (candidate.size == 0)
       r->problem = "a job size of 0";
-    else if (l->size > 0 && l->rank >= l->size)
-      r->problem = "rank " + std::to_string(l->rank) + " is not below size " +
-                   std::to_string(l->size);
-    else if (l->local_size > 0 && l->local_rank >= l->local_size)
-      r->problem = "local rank " + std::to_string(l->local_rank) + " is not below " +
-                   std::to_string(l->local_size);
+    else if (candidate.size > 0 && candidate.rank >= candidate.size)
+      r->problem = "rank " + std::to_string(candidate.rank) + " is not below size " +
+                   std::to_string(candidate.size);
+    else if (candidate.local_size > 0 && candidate.local_rank >= candidate.local_size)
+      r->problem = "local rank " + std::to_string(candidate.local_rank) + " is not below " +
+                   std::to_string(candidate.local_size);
   }
   if (!r->problem.empty()) {
-    l->notes.push_back(r->launcher + " variables ignored: " + r->problem);
+    found->notes.push_back(r->launcher + " variables ignored: " + r->problem);
     return false;
   }
-  l->name = r->launcher;
+  candidate.name = r->launcher;
+  candidate.notes = std::move(found->notes);
+  *found = std::move(candidate);
   return true;
 }
 
@@ -86,9 +90,7 @@ Launcher detect_launcher(const EnvLookup &lookup) {
       h.size = r.number("PMI_SIZE");
       h.local_rank = r.number("MPI_LOCALRANKID");
       h.local_size = r.number("MPI_LOCALNRANKS");
-      h.notes = l.notes;
-      if (consistent(&h, &r)) return h;
-      l.notes = h.notes;
+      if (adopt(&l, h, &r)) return l;
     }
   }
   // Open MPI's mpirun / prterun.
@@ -100,9 +102,7 @@ Launcher detect_launcher(const EnvLookup &lookup) {
       o.size = r.number("OMPI_COMM_WORLD_SIZE");
       o.local_rank = r.number("OMPI_COMM_WORLD_LOCAL_RANK");
       o.local_size = r.number("OMPI_COMM_WORLD_LOCAL_SIZE");
-      o.notes = l.notes;
-      if (consistent(&o, &r)) return o;
-      l.notes = o.notes;
+      if (adopt(&l, o, &r)) return l;
     }
   }
   // A Slurm job step (srun). The batch script itself is not a step.
@@ -123,9 +123,7 @@ Launcher detect_launcher(const EnvLookup &lookup) {
       if (!nodes) nodes = r.text("SLURM_JOB_NODELIST");
       if (!nodes) nodes = r.text("SLURM_NODELIST");
       if (nodes) s.nodelist = nodes;
-      s.notes = l.notes;
-      if (consistent(&s, &r)) return s;
-      l.notes = s.notes;
+      if (adopt(&l, s, &r)) return l;
     }
   }
   // torchrun / torch.distributed.run (and launchers that mimic it).
@@ -138,9 +136,7 @@ Launcher detect_launcher(const EnvLookup &lookup) {
       t.local_rank = r.number("LOCAL_RANK");
       t.local_size = r.number("LOCAL_WORLD_SIZE");
       t.node = r.number("GROUP_RANK");
-      t.notes = l.notes;
-      if (consistent(&t, &r)) return t;
-      l.notes = t.notes;
+      if (adopt(&l, t, &r)) return l;
     }
   }
   return l;
