@@ -1,5 +1,7 @@
-/* A broken plugin for the tests: its init registers a table the library
- * refuses (an invalid name) and returns that failure. */
+/* Broken plugins for the tests, built twice with a different REGISTERED_NAME:
+ * libpg_backend_initfails.so registers a name the library refuses ("Init-Fails")
+ * and returns that failure; libpg_backend_wrongname.so registers a backend
+ * under another name than its file's. */
 #include <string.h>
 
 #include "pg_backend.h"
@@ -14,7 +16,7 @@ PG_API pg_status pg_backend_plugin_init(void) {
   memset(&ops, 0, sizeof ops);
   ops.abi_version = PG_BACKEND_ABI_VERSION;
   ops.struct_size = sizeof ops;
-  ops.name = "Init-Fails";
+  ops.name = REGISTERED_NAME;
   ops.devices = PG_DEVICE_CPU;
   ops.create = never_called;
   return pg_backend_register(&ops);
