@@ -323,21 +323,46 @@ static int args_close(args *a, int status) {
   return buffer_close(&a->recv, status);
 }
 
-static int prepare_allreduce(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
-                             const CFI_cdesc_t *recv, long long count, int dtype, args *a) {
+/* How a call's two buffers relate, in elements: their sizes, whether each is
+ * used on this rank (root-only buffers are not elsewhere), and, in place, which
+ * one holds the other and where. */
+typedef struct pair_layout {
+  unsigned long long send_count, recv_count;
+  int send_used, recv_used;
+  int in_place;
+  int recv_holds_send; /* in place: sendbuf lies inside recvbuf (else the reverse) */
+  size_t offset;       /* in place: the inner buffer's first element in the outer one */
+} pair_layout;
+
+static int prepare_pair(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                        const CFI_cdesc_t *recv, long long count, const char *count_name,
+                        int dtype, pair_layout l, args *a) {
   args_init(a);
   int st = check_handle(s, call);
-  if (st == PG_OK) st = check_count(count, call, "count");
+  if (st == PG_OK) st = check_count(count, call, count_name);
   if (st != PG_OK) return st;
-  int in_place = same_array(send, recv);
-  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)count, dtype, 1, 1);
-  if (st != PG_OK) return st;
-  if (in_place) {
-    buffer_share(&a->send, &a->recv, 0);
-    return PG_OK;
+  const size_t offset_bytes = l.offset * dtype_size(dtype);
+  if (l.in_place) { /* one array: opened once, written back on return */
+    if (l.recv_holds_send) {
+      st = buffer_open(&a->recv, s, recv, call, "recvbuf", l.recv_count, dtype, l.recv_used, 1);
+      if (st == PG_OK) buffer_share(&a->send, &a->recv, offset_bytes);
+    } else {
+      st = buffer_open(&a->send, s, send, call, "sendbuf", l.send_count, dtype, l.send_used, 1);
+      if (st == PG_OK) buffer_share(&a->recv, &a->send, offset_bytes);
+    }
+    return st;
   }
-  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)count, dtype, 1, 0);
+  st = buffer_open(&a->recv, s, recv, call, "recvbuf", l.recv_count, dtype, l.recv_used, 1);
+  if (st != PG_OK) return st;
+  st = buffer_open(&a->send, s, send, call, "sendbuf", l.send_count, dtype, l.send_used, 0);
   return st == PG_OK ? st : args_close(a, st);
+}
+
+static int prepare_allreduce(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                             const CFI_cdesc_t *recv, long long count, int dtype, args *a) {
+  pair_layout l = {(unsigned long long)count, (unsigned long long)count, 1, 1,
+                   same_array(send, recv), 1, 0};
+  return prepare_pair(s, call, send, recv, count, "count", dtype, l, a);
 }
 
 static int prepare_broadcast(pg_strategy *s, const char *call, const CFI_cdesc_t *buf,
@@ -351,117 +376,56 @@ static int prepare_broadcast(pg_strategy *s, const char *call, const CFI_cdesc_t
 
 static int prepare_reduce(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                           const CFI_cdesc_t *recv, long long count, int dtype, int root, args *a) {
-  args_init(a);
-  int st = check_handle(s, call);
-  if (st == PG_OK) st = check_count(count, call, "count");
-  if (st != PG_OK) return st;
   int at_root = pg_strategy_rank(s) == root;
-  int in_place = at_root && same_array(send, recv);
-  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)count, dtype, at_root,
-                   1);
-  if (st != PG_OK) return st;
-  if (in_place) {
-    buffer_share(&a->send, &a->recv, 0);
-    return PG_OK;
-  }
-  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)count, dtype, 1, 0);
-  return st == PG_OK ? st : args_close(a, st);
+  pair_layout l = {(unsigned long long)count, (unsigned long long)count, 1, at_root,
+                   at_root && same_array(send, recv), 1, 0};
+  return prepare_pair(s, call, send, recv, count, "count", dtype, l, a);
 }
 
+/* In place: this rank's block of recvbuf already holds its contribution. */
 static int prepare_allgather(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                              const CFI_cdesc_t *recv, long long sendcount, int dtype, args *a) {
-  args_init(a);
-  int st = check_handle(s, call);
-  if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
-  if (st != PG_OK) return st;
   int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
-  int in_place = same_array(send, recv);
-  st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(sendcount, size), dtype, 1, 1);
-  if (st != PG_OK) return st;
-  if (in_place) { /* this rank's block of recvbuf already holds its contribution */
-    buffer_share(&a->send, &a->recv, (size_t)rank * (size_t)sendcount * dtype_size(dtype));
-    return PG_OK;
-  }
-  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
-  return st == PG_OK ? st : args_close(a, st);
+  pair_layout l = {(unsigned long long)sendcount, times(sendcount, size), 1, 1,
+                   same_array(send, recv), 1, (size_t)rank * (size_t)sendcount};
+  return prepare_pair(s, call, send, recv, sendcount, "sendcount", dtype, l, a);
 }
 
+/* In place: the result lands in this rank's block of the array. */
 static int prepare_reduce_scatter(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                                   const CFI_cdesc_t *recv, long long recvcount, int dtype,
                                   args *a) {
-  args_init(a);
-  int st = check_handle(s, call);
-  if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
-  if (st != PG_OK) return st;
   int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
-  int in_place = same_array(send, recv);
-  if (in_place) { /* the result lands in this rank's block of the array */
-    st = buffer_open(&a->send, s, send, call, "sendbuf", times(recvcount, size), dtype, 1, 1);
-    if (st != PG_OK) return st;
-    buffer_share(&a->recv, &a->send, (size_t)rank * (size_t)recvcount * dtype_size(dtype));
-    return PG_OK;
-  }
-  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
-  if (st != PG_OK) return st;
-  st = buffer_open(&a->send, s, send, call, "sendbuf", times(recvcount, size), dtype, 1, 0);
-  return st == PG_OK ? st : args_close(a, st);
+  pair_layout l = {times(recvcount, size), (unsigned long long)recvcount, 1, 1,
+                   same_array(send, recv), 0, (size_t)rank * (size_t)recvcount};
+  return prepare_pair(s, call, send, recv, recvcount, "recvcount", dtype, l, a);
 }
 
 static int prepare_alltoall(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                             const CFI_cdesc_t *recv, long long count, int dtype, args *a) {
-  args_init(a);
-  int st = check_handle(s, call);
-  if (st == PG_OK) st = check_count(count, call, "count");
-  if (st != PG_OK) return st;
   int size = pg_strategy_size(s);
-  int in_place = same_array(send, recv);
-  st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(count, size), dtype, 1, 1);
-  if (st != PG_OK) return st;
-  if (in_place) {
-    buffer_share(&a->send, &a->recv, 0);
-    return PG_OK;
-  }
-  st = buffer_open(&a->send, s, send, call, "sendbuf", times(count, size), dtype, 1, 0);
-  return st == PG_OK ? st : args_close(a, st);
+  pair_layout l = {times(count, size), times(count, size), 1, 1, same_array(send, recv), 1, 0};
+  return prepare_pair(s, call, send, recv, count, "count", dtype, l, a);
 }
 
+/* In place at the root: the root's block of recvbuf already holds its contribution. */
 static int prepare_gather(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                           const CFI_cdesc_t *recv, long long sendcount, int dtype, int root,
                           args *a) {
-  args_init(a);
-  int st = check_handle(s, call);
-  if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
-  if (st != PG_OK) return st;
   int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
-  int in_place = at_root && same_array(send, recv);
-  st = buffer_open(&a->recv, s, recv, call, "recvbuf", times(sendcount, size), dtype, at_root, 1);
-  if (st != PG_OK) return st;
-  if (in_place) { /* the root's block of recvbuf already holds its contribution */
-    buffer_share(&a->send, &a->recv, (size_t)root * (size_t)sendcount * dtype_size(dtype));
-    return PG_OK;
-  }
-  st = buffer_open(&a->send, s, send, call, "sendbuf", (unsigned long long)sendcount, dtype, 1, 0);
-  return st == PG_OK ? st : args_close(a, st);
+  pair_layout l = {(unsigned long long)sendcount, times(sendcount, size), 1, at_root,
+                   at_root && same_array(send, recv), 1, (size_t)root * (size_t)sendcount};
+  return prepare_pair(s, call, send, recv, sendcount, "sendcount", dtype, l, a);
 }
 
+/* In place at the root: the root's block of sendbuf stays where it is. */
 static int prepare_scatter(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                            const CFI_cdesc_t *recv, long long recvcount, int dtype, int root,
                            args *a) {
-  args_init(a);
-  int st = check_handle(s, call);
-  if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
-  if (st != PG_OK) return st;
   int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
-  int in_place = at_root && same_array(send, recv);
-  st = buffer_open(&a->send, s, send, call, "sendbuf", times(recvcount, size), dtype, at_root,
-                   in_place);
-  if (st != PG_OK) return st;
-  if (in_place) { /* the root's block stays where it is */
-    buffer_share(&a->recv, &a->send, (size_t)root * (size_t)recvcount * dtype_size(dtype));
-    return PG_OK;
-  }
-  st = buffer_open(&a->recv, s, recv, call, "recvbuf", (unsigned long long)recvcount, dtype, 1, 1);
-  return st == PG_OK ? st : args_close(a, st);
+  pair_layout l = {times(recvcount, size), (unsigned long long)recvcount, at_root, 1,
+                   at_root && same_array(send, recv), 0, (size_t)root * (size_t)recvcount};
+  return prepare_pair(s, call, send, recv, recvcount, "recvcount", dtype, l, a);
 }
 
 /* One buffer of a point-to-point call: input (send) or output (recv). */
