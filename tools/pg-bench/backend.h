@@ -100,9 +100,11 @@ class Backend {
   std::string name_;
 };
 
-// The baselines; each lives in its own file, with a stand-in that reports
-// "not built" when its library is absent from the build.
+// The baselines; each lives in its own file, with a stand-in (make_not_built)
+// when its library is absent from the build.
 std::unique_ptr<Backend> make_mpi_raw();
+// A baseline whose library is not in this build: it reports itself unavailable.
+std::unique_ptr<Backend> make_not_built(const std::string &name, const std::string &library);
 std::unique_ptr<Backend> make_gloo_raw();
 std::unique_ptr<Backend> make_nccl_raw();
 bool gloo_raw_built();

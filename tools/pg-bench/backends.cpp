@@ -43,7 +43,24 @@ std::unique_ptr<Backend> make_backend(const std::string &name) {
   return make_pg_backend(name);
 }
 
+class NotBuilt : public Backend {
+ public:
+  NotBuilt(const std::string &name, const std::string &library) : Backend(name), library_(library) {}
+  std::string description() const override { return library_ + " (not built)"; }
+  std::string probe() override { return "unavailable: pg-bench was built without " + library_; }
+  void setup(const SetupInfo &) override {}
+  std::string run(const Call &) override { return "not built"; }
+  std::string barrier() override { return "not built"; }
+
+ private:
+  std::string library_;
+};
+
 }  // namespace
+
+std::unique_ptr<Backend> make_not_built(const std::string &name, const std::string &library) {
+  return std::make_unique<NotBuilt>(name, library);
+}
 
 void Backend::copy_in(void *dst, const void *host, size_t bytes) { std::memcpy(dst, host, bytes); }
 void Backend::copy_out(void *host, const void *src, size_t bytes) { std::memcpy(host, src, bytes); }
