@@ -120,6 +120,30 @@ typedef struct pg_backend_ops {
  * the missing entries count as NULL. */
 PG_API pg_status pg_backend_register(const pg_backend_ops *ops);
 
+/** @defgroup kernels Reduction kernels for backend authors (local, thread-safe)
+ * The library's own elementwise arithmetic, so a backend that reduces with it
+ * gives the same bits as the built-in backends.
+ * @{ */
+
+/** inout[i] = inout[i] (op) in[i] for i < count, exactly as the built-in
+ * backends combine two contributions: integer SUM and PROD wrap around; float
+ * MIN and MAX are symmetric (a NaN wins, and -0 < +0), so the result does not
+ * depend on which operand comes first; float16 and bfloat16 combine in float and
+ * round to nearest even. PG_AVG combines as PG_SUM: call pg_reduce_finish once
+ * on the final sum. `in` may equal `inout`; other overlaps are undefined.
+ * PG_ERR_INVALID_ARGUMENT: a dtype or op outside the enums, or a NULL buffer
+ * with count > 0. PG_ERR_UNSUPPORTED: a pair that does not exist (PG_AVG on
+ * integers, bitwise ops on floating types). */
+PG_API pg_status pg_reduce_local(pg_dtype dtype, pg_op op, void *inout, const void *in,
+                                 size_t count);
+
+/** Finishes a reduction of `ranks` contributions in place: PG_AVG divides every
+ * element by `ranks` in the type's arithmetic (float16 and bfloat16 in float,
+ * then rounded), as the built-in backends do; every other op leaves buf as it
+ * is. Errors as pg_reduce_local, and PG_ERR_INVALID_ARGUMENT for ranks < 1. */
+PG_API pg_status pg_reduce_finish(pg_dtype dtype, pg_op op, void *buf, size_t count, int ranks);
+/** @} */
+
 /** A plugin library exports this function; it calls pg_backend_register once
  * for each backend it provides and returns PG_OK. */
 typedef pg_status (*pg_backend_plugin_init_fn)(void);

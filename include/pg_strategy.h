@@ -99,6 +99,15 @@ PG_API const char *pg_last_error(void);
 /** Version of the library that is running. NULL pointers are skipped. */
 PG_API void pg_version(int *major, int *minor, int *patch);
 
+/** Size in bytes of one element of `dtype` (1, 2, 4 or 8); 0 for a value outside
+ * the enum. */
+PG_API size_t pg_dtype_size(pg_dtype dtype);
+
+/** Lower-case name of a dtype ("float32", "bfloat16") or op ("sum", "avg");
+ * "invalid" for a value outside the enum. Never NULL. */
+PG_API const char *pg_dtype_name(pg_dtype dtype);
+PG_API const char *pg_op_name(pg_op op);
+
 /** Default backend of a device: "nccl" for "cuda"/"cuda:N", "mpi" for "cpu";
  * NULL for anything else (the reason is in pg_last_error()). */
 PG_API const char *pg_default_backend(const char *device);

@@ -6,10 +6,12 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/reduce.h"
 #include "core/registry.h"
 #include "core/runtime.h"
 #include "core/status.h"
 #include "core/strategy.h"
+#include "core/text.h"
 #include "core/validate.h"
 
 namespace {
@@ -85,6 +87,32 @@ void pg_version(int *major, int *minor, int *patch) {
   if (patch) *patch = PG_VERSION_PATCH;
 }
 
+size_t pg_dtype_size(pg_dtype dtype) { return pg::dtype_size(dtype); }
+const char *pg_dtype_name(pg_dtype dtype) { return pg::dtype_name(dtype); }
+const char *pg_op_name(pg_op op) { return pg::op_name(op); }
+
+pg_status pg_reduce_local(pg_dtype dtype, pg_op op, void *inout, const void *in, size_t count) {
+  return guarded("pg_reduce_local", [&] {
+    PG_CHECK(pg::validate_reduction("pg_reduce_local", dtype, op));
+    if (count > 0 && (!inout || !in))
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_reduce_local: inout or in is NULL with count %zu", count);
+    pg::reduce_local(dtype, op, inout, in, count);
+    return PG_OK;
+  });
+}
+
+pg_status pg_reduce_finish(pg_dtype dtype, pg_op op, void *buf, size_t count, int ranks) {
+  return guarded("pg_reduce_finish", [&] {
+    PG_CHECK(pg::validate_reduction("pg_reduce_finish", dtype, op));
+    if (count > 0 && !buf)
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_reduce_finish: buf is NULL with count %zu", count);
+    if (ranks < 1)
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_reduce_finish: ranks %d is not positive", ranks);
+    pg::reduce_finish(dtype, op, buf, count, ranks);
+    return PG_OK;
+  });
+}
+
 const char *pg_default_backend(const char *device) {
   pg::Device d;
   if (pg::parse_device(device, &d) != PG_OK) return nullptr;
@@ -93,9 +121,7 @@ const char *pg_default_backend(const char *device) {
 
 pg_status pg_backends_list(char *buf, size_t len) {
   return guarded("pg_backends_list", [&] {
-    std::string names;
-    for (const std::string &n : pg::registry::names()) names += (names.empty() ? "" : ",") + n;
-    return write_string("pg_backends_list", names, buf, len);
+    return write_string("pg_backends_list", pg::text::join(pg::registry::names(), ","), buf, len);
   });
 }
 

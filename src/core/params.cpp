@@ -1,7 +1,6 @@
 #include "core/params.h"
 
 #include <cctype>
-#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -9,11 +8,12 @@
 
 #include "core/registry.h"
 #include "core/status.h"
+#include "core/text.h"
 
 namespace pg::params {
 namespace {
 
-// Empty means unset (DESIGN.md); NULL too.
+// Empty means unset (docs/env.md); NULL too.
 const char *env(const char *var) {
   const char *value = std::getenv(var);
   return value && *value ? value : nullptr;
@@ -29,20 +29,6 @@ bool has_space(const char *value) {
   return false;
 }
 
-// Digits only, no sign, no overflow.
-bool parse_unsigned(const char *text, std::size_t len, unsigned long long *out) {
-  if (len == 0) return false;
-  unsigned long long v = 0;
-  for (std::size_t i = 0; i < len; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return false;
-    unsigned d = static_cast<unsigned>(text[i] - '0');
-    if (v > (ULLONG_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return true;
-}
-
 }  // namespace
 
 pg_status parse_backend(const char *var, const char *value, BackendChoice *out) {
@@ -56,21 +42,16 @@ pg_status parse_backend(const char *var, const char *value, BackendChoice *out) 
     out->cpu = out->cuda = text;
     return PG_OK;
   }
-  std::size_t pos = 0;
-  while (true) {
-    std::size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    std::size_t colon = item.find(':');
+  for (const std::string &item : text::split(text, ',')) {
+    const std::size_t colon = item.find(':');
     if (colon == std::string::npos) return bad(var, value, expected);
-    std::string key = item.substr(0, colon), name = item.substr(colon + 1);
+    const std::string key = item.substr(0, colon), name = item.substr(colon + 1);
     std::string *slot = key == "cpu" ? &out->cpu : key == "cuda" ? &out->cuda : nullptr;
     if (!slot || !registry::valid_name(name)) return bad(var, value, expected);
     if (!slot->empty())
       return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: device '%s' appears twice", var,
                   value, key.c_str());
     *slot = name;
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
   }
   return PG_OK;
 }
@@ -79,28 +60,21 @@ pg_status parse_plugin_path(const char *var, const char *value, std::vector<std:
   out->clear();
   if (!value || !*value) return PG_OK;
   if (has_space(value)) return bad(var, value, "colon-separated absolute directories, no spaces");
-  std::string text(value);
-  std::size_t pos = 0;
-  while (true) {
-    std::size_t colon = text.find(':', pos);
-    std::string dir = text.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+  for (const std::string &dir : text::split(value, ':')) {
     if (dir.empty() || dir[0] != '/')
       return fail(PG_ERR_INVALID_ARGUMENT,
                   "%s='%s' is not valid: entry '%s' is %s; every entry must be an absolute "
                   "directory",
                   var, value, dir.c_str(), dir.empty() ? "empty" : "relative");
     out->push_back(dir);
-    if (colon == std::string::npos) break;
-    pos = colon + 1;
   }
   return PG_OK;
 }
 
 pg_status parse_positive_int(const char *var, const char *value, int *out) {
-  unsigned long long v = 0;
-  if (!parse_unsigned(value, std::strlen(value), &v) || v == 0 || v > INT_MAX)
-    return bad(var, value, "a positive integer");
-  *out = static_cast<int>(v);
+  int v = 0;
+  if (!text::parse_number(value, &v) || v <= 0) return bad(var, value, "a positive integer");
+  *out = v;
   return PG_OK;
 }
 
@@ -116,9 +90,11 @@ pg_status parse_size(const char *var, const char *value, std::size_t *out) {
       default: break;
     }
   }
+  const std::string_view digits(value, shift ? len - 1 : len);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return bad(var, value, expected);
   unsigned long long v = 0;
-  if (!parse_unsigned(value, shift ? len - 1 : len, &v)) return bad(var, value, expected);
-  if (v > (static_cast<unsigned long long>(SIZE_MAX) >> shift))
+  if (!text::parse_number(digits, &v) || v > (static_cast<unsigned long long>(SIZE_MAX) >> shift))
     return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is too large", var, value);
   *out = static_cast<std::size_t>(v << shift);
   return PG_OK;
@@ -126,12 +102,11 @@ pg_status parse_size(const char *var, const char *value, std::size_t *out) {
 
 pg_status parse_seconds(const char *var, const char *value, double *out) {
   static const char *const expected = "a non-negative number of seconds (0 = off), e.g. 300 or 1.5";
-  if (has_space(value) || !std::isdigit(static_cast<unsigned char>(value[0])))
+  // Decimal only: a leading digit rules out signs, "inf", "nan" and ".5".
+  double v = 0;
+  if (!std::isdigit(static_cast<unsigned char>(value[0])) || !text::parse_number(value, &v) ||
+      !std::isfinite(v))
     return bad(var, value, expected);
-  char *end = nullptr;
-  errno = 0;
-  double v = std::strtod(value, &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < 0) return bad(var, value, expected);
   *out = v;
   return PG_OK;
 }

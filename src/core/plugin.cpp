@@ -25,6 +25,7 @@
 
 #include "core/registry.h"
 #include "core/status.h"
+#include "core/text.h"
 #include "pg_backend.h"
 
 // The folder, next to the library, that shipped plugins are installed in
@@ -53,20 +54,6 @@ std::mutex &loader_mutex() {
 std::map<std::string, Attempt> &attempts() {
   static std::map<std::string, Attempt> map;
   return map;
-}
-
-std::string join(const std::vector<std::string> &items, const char *sep) {
-  std::string out;
-  for (const auto &item : items) {
-    if (!out.empty()) out += sep;
-    out += item;
-  }
-  return out;
-}
-
-std::string registered_list() {
-  std::string list = join(registry::names(), ", ");
-  return list.empty() ? "none" : list;
 }
 
 // A name that can safely become part of a file name. The caller has checked it
@@ -150,7 +137,7 @@ Attempt open_plugin(const std::string &name, const std::string &file) {
     return failed(PG_ERR_PLUGIN,
                   "plugin '" + file + "' was loaded for backend '" + name + "' but " +
                       (added.empty() ? std::string("registered no backend")
-                                     : "registered " + join(added, ", ") + " instead") +
+                                     : "registered " + text::join(added, ", ") + " instead") +
                       "; a plugin named libpg_backend_" + name + ".so must register '" +
                       name + "'");
   }
@@ -217,9 +204,9 @@ pg_status load_plugin(const std::string &name, const std::vector<std::string> &s
 
   return fail_message(PG_ERR_UNKNOWN_BACKEND,
                       "unknown backend '" + name + "': not registered (registered: " +
-                          registered_list() + ") and no plugin found; looked for " +
+                          text::join(registry::names(), ", ") + ") and no plugin found; looked for " +
                           (tried.empty() ? std::string("nothing: no absolute directory to search")
-                                         : join(tried, ", ")) +
+                                         : text::join(tried, ", ")) +
                           " (PGS_PLUGIN_PATH, then the library's plugin folder)");
 }
 

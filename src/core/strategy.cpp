@@ -10,6 +10,7 @@
 #include "core/registry.h"
 #include "core/runtime.h"
 #include "core/status.h"
+#include "core/text.h"
 #include "topology/machine.h"
 
 namespace pg {
@@ -20,12 +21,6 @@ pg_status dup_comm(MPI_Comm comm, MPI_Comm *out) {
   // MPI errors come back as statuses with MPI's own text.
   PG_MPI_CHECK(MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN));
   return PG_OK;
-}
-
-std::string registered_list() {
-  std::string out;
-  for (const std::string &n : registry::names()) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 std::string devices_list(uint32_t devices) {
@@ -44,7 +39,7 @@ pg_status find_backend(const std::string &name, const Device &device,
     return fail(PG_ERR_UNKNOWN_BACKEND,
                 "unknown backend '%s' for device '%s': not a valid name ([a-z0-9_]{1,63}); "
                 "registered: %s",
-                name.c_str(), device.kind().c_str(), registered_list().c_str());
+                name.c_str(), device.kind().c_str(), text::join(registry::names(), ", ").c_str());
   PG_CHECK(load_plugin(name, settings.plugin_path));
   *out = registry::find(name);
   if (!*out) return fail(PG_ERR_PLUGIN, "plugin for backend '%s' did not register it", name.c_str());

@@ -56,21 +56,28 @@ struct Checker {
 
 }  // namespace
 
-pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
-  if (!valid_dtype(a.dtype))
+pg_status validate_dtype(const char *fn, pg_dtype dtype) {
+  if (!valid_dtype(dtype))
     return fail(PG_ERR_INVALID_ARGUMENT, "%s: dtype %d is not a pg_dtype (PG_INT8..PG_FLOAT64)", fn,
-                static_cast<int>(a.dtype));
+                static_cast<int>(dtype));
+  return PG_OK;
+}
+
+pg_status validate_reduction(const char *fn, pg_dtype dtype, pg_op op) {
+  PG_CHECK(validate_dtype(fn, dtype));
+  if (!valid_op(op))
+    return fail(PG_ERR_INVALID_ARGUMENT, "%s: op %d is not a pg_op (PG_SUM..PG_BXOR)", fn,
+                static_cast<int>(op));
+  if (!op_supported(dtype, op))
+    return fail(PG_ERR_UNSUPPORTED, "%s: op %s is not defined on %s (%s)", fn, op_name(op),
+                dtype_name(dtype),
+                op == PG_AVG ? "avg is for floating types only" : "bitwise ops are for integer types only");
+  return PG_OK;
+}
+
+pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
   const bool reduces = a.coll == Coll::allreduce || a.coll == Coll::reduce || a.coll == Coll::reduce_scatter;
-  if (reduces) {
-    if (!valid_op(a.op))
-      return fail(PG_ERR_INVALID_ARGUMENT, "%s: op %d is not a pg_op (PG_SUM..PG_BXOR)", fn,
-                  static_cast<int>(a.op));
-    if (!op_supported(a.dtype, a.op))
-      return fail(PG_ERR_UNSUPPORTED, "%s: op %s is not defined on %s (%s)", fn, op_name(a.op),
-                  dtype_name(a.dtype),
-                  a.op == PG_AVG ? "avg is for floating types only"
-                                 : "bitwise ops are for integer types only");
-  }
+  PG_CHECK(reduces ? validate_reduction(fn, a.dtype, a.op) : validate_dtype(fn, a.dtype));
   Checker c{fn, s, a, dtype_size(a.dtype)};
   const std::size_t p = static_cast<std::size_t>(s->size);
   const bool root = a.root == s->rank;

@@ -10,5 +10,9 @@ namespace pg {
 // PG_ERR_INVALID_ARGUMENT (or PG_ERR_UNSUPPORTED for a dtype/op pair that does
 // not exist) with a message that starts with `fn`. Local.
 pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a);
+// A dtype inside the enum.
+pg_status validate_dtype(const char *fn, pg_dtype dtype);
+// The dtype and op of a reduction: inside the enums, and a pair that exists.
+pg_status validate_reduction(const char *fn, pg_dtype dtype, pg_op op);
 
 }  // namespace pg

@@ -15,6 +15,7 @@
 #include "backends/mpi/mpi_types.h"
 #include "core/dtype.h"
 #include "core/params.h"
+#include "core/reduce.h"
 #include "core/status.h"
 
 namespace pg::mpi {
@@ -157,7 +158,7 @@ class MpiBackend final : public Backend {
     const int size = size_;
     const pg_dtype dtype = a.dtype;
     auto average = [steps, dtype, size](void *buf, std::size_t count) {
-      steps->then([=] { divide(buf, count, dtype, size); });
+      steps->then([=] { reduce_finish(dtype, PG_AVG, buf, count, size); });
     };
 
     switch (a.coll) {
@@ -328,7 +329,7 @@ class MpiBackend final : public Backend {
     if (a.op == PG_AVG) {
       const pg_dtype dtype = a.dtype;
       const int size = size_;
-      steps->then([=] { divide(recv, n, dtype, size); });
+      steps->then([=] { reduce_finish(dtype, PG_AVG, recv, n, size); });
     }
     return PG_OK;
   }

@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <cstddef>
+
 #include "pg_strategy.h"
 
 namespace pg::mpi {
@@ -13,7 +15,5 @@ MPI_Datatype datatype(pg_dtype dtype);
 // The MPI operation for `op` on `dtype` (PG_AVG reduces as a sum; the caller
 // divides). Created once per process. PG_ERR_BACKEND if MPI fails to create it.
 pg_status operation(pg_dtype dtype, pg_op op, MPI_Op *out);
-// recv[i] /= divisor for a floating dtype (the second half of PG_AVG).
-void divide(void *buf, std::size_t count, pg_dtype dtype, int divisor);
 
 }  // namespace pg::mpi
