@@ -17,20 +17,49 @@ enum class Coll {
 constexpr int kCollCount = static_cast<int>(Coll::sendrecv) + 1;
 const char *coll_name(Coll coll);
 
-// The arguments of one operation, already validated. `count` is what the
-// public call names count/sendcount/recvcount/per-peer count.
+// The arguments of one operation, already validated (the meaning of each
+// public argument is in include/pg_strategy.h).
 struct CollArgs {
   Coll coll = Coll::barrier;
   const void *send = nullptr;
   void *recv = nullptr;
+  // Elements: of the whole buffer (allreduce, reduce, broadcast), of one rank's
+  // block (allgather, gather: sent; reduce_scatter, scatter: received;
+  // alltoall: per peer), or sent (send, sendrecv) or received (recv).
   std::size_t count = 0;
   pg_dtype dtype = PG_UINT8;
   pg_op op = PG_SUM;
-  int root = 0;  // root of rooted collectives; peer (dest) of send/recv/sendrecv
-  int tag = 0;
-  std::size_t recv_count = 0;  // sendrecv only
-  int source = 0;              // sendrecv only
+  int root = 0;                // rooted collectives
+  int peer = 0;                // send: destination; recv: source; sendrecv: destination
+  int tag = 0;                 // point-to-point
+  std::size_t recv_count = 0;  // sendrecv: elements received
+  int source = 0;              // sendrecv: the rank received from
+
+  static CollArgs reduction(Coll coll, const void *send, void *recv, std::size_t count,
+                            pg_dtype dtype, pg_op op, int root = 0) {
+    CollArgs a;
+    a.coll = coll, a.send = send, a.recv = recv, a.count = count, a.dtype = dtype, a.op = op, a.root = root;
+    return a;
+  }
+  static CollArgs movement(Coll coll, const void *send, void *recv, std::size_t count,
+                           pg_dtype dtype, int root = 0) {
+    return reduction(coll, send, recv, count, dtype, PG_SUM, root);
+  }
+  static CollArgs point_to_point(Coll coll, const void *send, void *recv, std::size_t count,
+                                 pg_dtype dtype, int peer, int tag) {
+    CollArgs a = movement(coll, send, recv, count, dtype);
+    a.peer = peer, a.tag = tag;
+    return a;
+  }
 };
+
+inline bool is_reduction(Coll c) {
+  return c == Coll::allreduce || c == Coll::reduce || c == Coll::reduce_scatter;
+}
+inline bool is_point_to_point(Coll c) { return c == Coll::send || c == Coll::recv || c == Coll::sendrecv; }
+inline bool is_rooted(Coll c) {
+  return c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter;
+}
 
 // A started nonblocking operation of a backend.
 class Request {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/cuda_runtime.h"
 #include "core/dtype.h"
 #include "core/reduce.h"
 #include "core/registry.h"
@@ -155,9 +156,9 @@ pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **ou
     if (!s) return null_handle("pg_strategy_split");
     if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_strategy_split: out is NULL");
     *out = nullptr;
-    if (s->poisoned)
+    if (s->health.poisoned())
       return pg::fail(PG_ERR_STATE, "pg_strategy_split: the strategy is unusable after an earlier failure (%s)",
-                      s->poison_reason.c_str());
+                      s->health.reason().c_str());
     return pg::split_strategy(s, color, key, out);
   });
 }
@@ -208,7 +209,7 @@ pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: %zu bytes is too large", bytes);
     void *p = nullptr;
     if (s->device.cuda) {
-      PG_CHECK(pg::registry::cuda_mem_alloc(s->device.index, bytes, &p));
+      PG_CHECK(pg::cuda::mem_alloc(s->device.index, bytes, &p));
       s->allocations.insert(p);
       *ptr = p;
       return PG_OK;
@@ -230,7 +231,7 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
       return pg::fail(PG_ERR_STATE, "pg_mem_free: MPI has been finalized (pg_strategy_destroy frees what is left)");
     if (!s->allocations.erase(ptr))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_free: %p was not allocated by pg_mem_alloc on this strategy", ptr);
-    if (s->device.cuda) return pg::registry::cuda_mem_free(s->device.index, ptr);
+    if (s->device.cuda) return pg::cuda::mem_free(s->device.index, ptr);
     MPI_Free_mem(ptr);
     return PG_OK;
   });
@@ -238,91 +239,93 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
 
 pg_status pg_allreduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
                        pg_dtype dtype, pg_op op) {
-  return blocking("pg_allreduce", s, {Coll::allreduce, sendbuf, recvbuf, count, dtype, op});
+  return blocking("pg_allreduce", s, CollArgs::reduction(Coll::allreduce, sendbuf, recvbuf, count, dtype, op));
 }
 pg_status pg_broadcast(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int root) {
-  return blocking("pg_broadcast", s, {Coll::broadcast, nullptr, buf, count, dtype, PG_SUM, root});
+  return blocking("pg_broadcast", s, CollArgs::movement(Coll::broadcast, nullptr, buf, count, dtype, root));
 }
 pg_status pg_reduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
                     pg_dtype dtype, pg_op op, int root) {
-  return blocking("pg_reduce", s, {Coll::reduce, sendbuf, recvbuf, count, dtype, op, root});
+  return blocking("pg_reduce", s, CollArgs::reduction(Coll::reduce, sendbuf, recvbuf, count, dtype, op, root));
 }
 pg_status pg_allgather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
                        pg_dtype dtype) {
-  return blocking("pg_allgather", s, {Coll::allgather, sendbuf, recvbuf, sendcount, dtype});
+  return blocking("pg_allgather", s, CollArgs::movement(Coll::allgather, sendbuf, recvbuf, sendcount, dtype));
 }
 pg_status pg_reduce_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
                             pg_dtype dtype, pg_op op) {
-  return blocking("pg_reduce_scatter", s, {Coll::reduce_scatter, sendbuf, recvbuf, recvcount, dtype, op});
+  return blocking("pg_reduce_scatter", s, CollArgs::reduction(Coll::reduce_scatter, sendbuf, recvbuf, recvcount, dtype, op));
 }
 pg_status pg_alltoall(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
                       pg_dtype dtype) {
-  return blocking("pg_alltoall", s, {Coll::alltoall, sendbuf, recvbuf, count, dtype});
+  return blocking("pg_alltoall", s, CollArgs::movement(Coll::alltoall, sendbuf, recvbuf, count, dtype));
 }
 pg_status pg_gather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
                     pg_dtype dtype, int root) {
-  return blocking("pg_gather", s, {Coll::gather, sendbuf, recvbuf, sendcount, dtype, PG_SUM, root});
+  return blocking("pg_gather", s, CollArgs::movement(Coll::gather, sendbuf, recvbuf, sendcount, dtype, root));
 }
 pg_status pg_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
                      pg_dtype dtype, int root) {
-  return blocking("pg_scatter", s, {Coll::scatter, sendbuf, recvbuf, recvcount, dtype, PG_SUM, root});
+  return blocking("pg_scatter", s, CollArgs::movement(Coll::scatter, sendbuf, recvbuf, recvcount, dtype, root));
 }
-pg_status pg_barrier(pg_strategy *s) { return blocking("pg_barrier", s, {Coll::barrier}); }
+pg_status pg_barrier(pg_strategy *s) { return blocking("pg_barrier", s, CollArgs{}); }
 pg_status pg_send(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer, int tag) {
-  return blocking("pg_send", s, {Coll::send, buf, nullptr, count, dtype, PG_SUM, peer, tag});
+  return blocking("pg_send", s, CollArgs::point_to_point(Coll::send, buf, nullptr, count, dtype, peer, tag));
 }
 pg_status pg_recv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer, int tag) {
-  return blocking("pg_recv", s, {Coll::recv, nullptr, buf, count, dtype, PG_SUM, peer, tag});
+  return blocking("pg_recv", s, CollArgs::point_to_point(Coll::recv, nullptr, buf, count, dtype, peer, tag));
 }
 pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcount, int dest,
                       void *recvbuf, size_t recvcount, int source, pg_dtype dtype, int tag) {
-  return blocking("pg_sendrecv", s,
-                  {Coll::sendrecv, sendbuf, recvbuf, sendcount, dtype, PG_SUM, dest, tag, recvcount, source});
+  CollArgs a = CollArgs::point_to_point(Coll::sendrecv, sendbuf, recvbuf, sendcount, dtype, dest, tag);
+  a.recv_count = recvcount;
+  a.source = source;
+  return blocking("pg_sendrecv", s, a);
 }
 
 pg_status pg_iallreduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
                         pg_dtype dtype, pg_op op, pg_work **work) {
-  return nonblocking("pg_iallreduce", s, {Coll::allreduce, sendbuf, recvbuf, count, dtype, op}, work);
+  return nonblocking("pg_iallreduce", s, CollArgs::reduction(Coll::allreduce, sendbuf, recvbuf, count, dtype, op), work);
 }
 pg_status pg_ibroadcast(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int root,
                         pg_work **work) {
-  return nonblocking("pg_ibroadcast", s, {Coll::broadcast, nullptr, buf, count, dtype, PG_SUM, root}, work);
+  return nonblocking("pg_ibroadcast", s, CollArgs::movement(Coll::broadcast, nullptr, buf, count, dtype, root), work);
 }
 pg_status pg_ireduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
                      pg_dtype dtype, pg_op op, int root, pg_work **work) {
-  return nonblocking("pg_ireduce", s, {Coll::reduce, sendbuf, recvbuf, count, dtype, op, root}, work);
+  return nonblocking("pg_ireduce", s, CollArgs::reduction(Coll::reduce, sendbuf, recvbuf, count, dtype, op, root), work);
 }
 pg_status pg_iallgather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
                         pg_dtype dtype, pg_work **work) {
-  return nonblocking("pg_iallgather", s, {Coll::allgather, sendbuf, recvbuf, sendcount, dtype}, work);
+  return nonblocking("pg_iallgather", s, CollArgs::movement(Coll::allgather, sendbuf, recvbuf, sendcount, dtype), work);
 }
 pg_status pg_ireduce_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
                              pg_dtype dtype, pg_op op, pg_work **work) {
   return nonblocking("pg_ireduce_scatter", s,
-                     {Coll::reduce_scatter, sendbuf, recvbuf, recvcount, dtype, op}, work);
+                     CollArgs::reduction(Coll::reduce_scatter, sendbuf, recvbuf, recvcount, dtype, op), work);
 }
 pg_status pg_ialltoall(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
                        pg_dtype dtype, pg_work **work) {
-  return nonblocking("pg_ialltoall", s, {Coll::alltoall, sendbuf, recvbuf, count, dtype}, work);
+  return nonblocking("pg_ialltoall", s, CollArgs::movement(Coll::alltoall, sendbuf, recvbuf, count, dtype), work);
 }
 pg_status pg_igather(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t sendcount,
                      pg_dtype dtype, int root, pg_work **work) {
-  return nonblocking("pg_igather", s, {Coll::gather, sendbuf, recvbuf, sendcount, dtype, PG_SUM, root}, work);
+  return nonblocking("pg_igather", s, CollArgs::movement(Coll::gather, sendbuf, recvbuf, sendcount, dtype, root), work);
 }
 pg_status pg_iscatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
                       pg_dtype dtype, int root, pg_work **work) {
-  return nonblocking("pg_iscatter", s, {Coll::scatter, sendbuf, recvbuf, recvcount, dtype, PG_SUM, root}, work);
+  return nonblocking("pg_iscatter", s, CollArgs::movement(Coll::scatter, sendbuf, recvbuf, recvcount, dtype, root), work);
 }
 pg_status pg_ibarrier(pg_strategy *s, pg_work **work) {
-  return nonblocking("pg_ibarrier", s, {Coll::barrier}, work);
+  return nonblocking("pg_ibarrier", s, CollArgs{}, work);
 }
 pg_status pg_isend(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer, int tag,
                    pg_work **work) {
-  return nonblocking("pg_isend", s, {Coll::send, buf, nullptr, count, dtype, PG_SUM, peer, tag}, work);
+  return nonblocking("pg_isend", s, CollArgs::point_to_point(Coll::send, buf, nullptr, count, dtype, peer, tag), work);
 }
 pg_status pg_irecv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer, int tag,
                    pg_work **work) {
-  return nonblocking("pg_irecv", s, {Coll::recv, nullptr, buf, count, dtype, PG_SUM, peer, tag}, work);
+  return nonblocking("pg_irecv", s, CollArgs::point_to_point(Coll::recv, nullptr, buf, count, dtype, peer, tag), work);
 }
 
 pg_status pg_work_wait(pg_work *w, double timeout_seconds) {

@@ -15,26 +15,23 @@
 namespace pg {
 namespace {
 
-bool is_p2p(Coll c) { return c == Coll::send || c == Coll::recv || c == Coll::sendrecv; }
-
 // Collectives on zero elements have nothing to do (messages of zero elements
 // still have to match, so point-to-point is not trivial).
-bool trivial(const CollArgs &a) { return a.count == 0 && !is_p2p(a.coll) && a.coll != Coll::barrier; }
+bool trivial(const CollArgs &a) {
+  return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier;
+}
 
 pg_status check_usable(pg_strategy *s) {
   if (runtime::finalizing())
     return fail(PG_ERR_STATE, "MPI has been finalized; only pg_strategy_destroy is allowed");
-  if (s->poisoned)
+  if (s->health.poisoned())
     return fail(PG_ERR_STATE, "the strategy is unusable after an earlier failure (%s); destroy it",
-                s->poison_reason.c_str());
+                s->health.reason().c_str());
   return PG_OK;
 }
 
 pg_status poison_on_failure(pg_strategy *s, pg_status st) {
-  if (st == PG_ERR_BACKEND && !s->poisoned) {
-    s->poison_reason = last_error();
-    s->poisoned = true;
-  }
+  if (st == PG_ERR_BACKEND) s->health.poison(last_error());
   return st;
 }
 
@@ -44,35 +41,27 @@ std::string fingerprint(const pg_strategy *s, const CollArgs &a) {
   std::string text = std::string(coll_name(a.coll)) + " #" + std::to_string(s->sequence);
   if (a.coll == Coll::barrier) return text;
   text += " count=" + std::to_string(a.count) + " dtype=" + dtype_name(a.dtype);
-  if (a.coll == Coll::allreduce || a.coll == Coll::reduce || a.coll == Coll::reduce_scatter)
-    text += std::string(" op=") + op_name(a.op);
-  if (a.coll == Coll::broadcast || a.coll == Coll::reduce || a.coll == Coll::gather ||
-      a.coll == Coll::scatter)
-    text += " root=" + std::to_string(a.root);
+  if (is_reduction(a.coll)) text += std::string(" op=") + op_name(a.op);
+  if (is_rooted(a.coll)) text += " root=" + std::to_string(a.root);
   return text;
 }
 
-// PGS_DEBUG=detail: before a collective every rank compares what it was asked
-// to run; a mismatch, or a bad argument on any rank, fails every rank.
-pg_status debug_check(pg_strategy *s, const CollArgs &a, pg_status local) {
-  std::string local_message = local == PG_OK ? std::string() : last_error();
+// The common entry checks of run and start. With PGS_DEBUG=detail every rank
+// compares what it was asked to run before a collective; a mismatch, or a bad
+// argument on any rank, fails every rank.
+pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local) {
+  PG_CHECK(check_usable(s));
+  if (is_point_to_point(a.coll)) return local;
+  ++s->sequence;
+  if (!s->settings.debug_detail) return local;
+  watchdog::Scope watched(s, a.coll);  // a rank that never arrives hangs the check itself
+  const std::string local_message = local == PG_OK ? std::string() : last_error();
   PG_CHECK(agree_same(s->comm, fingerprint(s, a), "the collective (PGS_DEBUG=detail)"));
   return agree(s->comm, local, local_message);
 }
 
-// The common entry checks of run and start.
-pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local) {
-  PG_CHECK(check_usable(s));
-  if (is_p2p(a.coll)) return local;
-  ++s->sequence;
-  if (!s->settings.debug_detail) return local;
-  watchdog::begin(s, a.coll);  // a rank that never arrives hangs the check itself
-  pg_status st = debug_check(s, a, local);
-  watchdog::end(s);
-  return st;
-}
-
-// The instance an operation goes to.
+// The instance an operation goes to: the device default for operations the
+// backend lacks (made on first need), else the backend itself.
 pg_status pick(pg_strategy *s, Coll coll, Instance **out) {
   if (delegates(s, coll)) {
     PG_CHECK(ensure_fallback(s));
@@ -85,12 +74,8 @@ pg_status pick(pg_strategy *s, Coll coll, Instance **out) {
 
 // In-place alltoall on CPU memory is staged into a copy, so CPU backends never
 // see it; CUDA backends get it as it is (the copy would be device memory).
-bool needs_stage(const pg_strategy *s, const CollArgs &a) {
-  return a.coll == Coll::alltoall && a.send == a.recv && !s->device.cuda;
-}
-
-inline void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
-  if (!needs_stage(s, *a)) return;
+void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
+  if (a->coll != Coll::alltoall || a->send != a->recv || s->device.cuda) return;
   const char *p = static_cast<const char *>(a->send);
   stage->assign(p, p + a->count * dtype_size(a->dtype) * static_cast<std::size_t>(s->size));
   a->send = stage->data();
@@ -98,7 +83,8 @@ inline void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> 
 
 pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a);
 
-// Runs on `inst`, polling for the watchdog in this thread below MPI_THREAD_MULTIPLE.
+// Runs on `inst`. Below MPI_THREAD_MULTIPLE with PGS_TIMEOUT the watchdog polls
+// in this thread, so the operation is started and tested rather than blocked on.
 pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
   if (s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE) {
     std::unique_ptr<Request> request;
@@ -108,7 +94,8 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
       while (true) {
         st = request->test(&done);
         if (done || st != PG_OK) return st;
-        if (watchdog::expired(s)) watchdog::abort_job(s);
+        const watchdog::Watch w = s->marks.current();
+        if (watchdog::overdue(s, w)) watchdog::abort_job(s, w);
         std::this_thread::yield();
       }
     }
@@ -118,32 +105,35 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
   return inst->backend->run(a);
 }
 
+// The one pick-or-delegate step: runs on the instance that serves the
+// operation; a call the backend declines (PG_ERR_UNSUPPORTED before it
+// communicated) runs on the device default instead, that call alone.
+// Point-to-point is never delegated call by call: the peer would wait on the
+// other communicator.
+pg_status serve(pg_strategy *s, const CollArgs &a) {
+  Instance *inst = nullptr;
+  PG_CHECK(pick(s, a.coll, &inst));
+  pg_status st = run_on(s, inst, a);
+  if (st == PG_ERR_UNSUPPORTED && inst == s->primary.get() && !is_point_to_point(a.coll) &&
+      s->selection.backend != default_backend(s->device)) {
+    PG_CHECK(ensure_fallback(s));
+    s->delegated.set(static_cast<int>(a.coll));
+    inst = s->fallback.get();
+    st = run_on(s, inst, a);
+  }
+  if (st == PG_ERR_UNSUPPORTED)
+    return fail(st, "backend '%s' does not run %s on %s (op %s) and no other backend can",
+                inst->name.c_str(), coll_name(a.coll), dtype_name(a.dtype), op_name(a.op));
+  return st;
+}
+
 // The blocking body shared by run and queued nonblocking work.
 pg_status execute(pg_strategy *s, const CollArgs &args) {
   CollArgs a = args;
   std::vector<char> stage;
   stage_alltoall(s, &a, &stage);
-  Instance *inst = nullptr;
-  PG_CHECK(pick(s, a.coll, &inst));
-  const bool watched = s->settings.timeout_s > 0 && !is_p2p(a.coll);
-  if (watched) watchdog::begin(s, a.coll);
-  pg_status st = run_on(s, inst, a);
-  // Point-to-point is never delegated call by call: the peer would wait on the
-  // other communicator.
-  if (st == PG_ERR_UNSUPPORTED && inst == s->primary.get() && !is_p2p(a.coll) &&
-      s->selection.backend != default_backend(s->device)) {
-    // The backend declined before communicating: the device default runs it.
-    st = ensure_fallback(s);
-    if (st == PG_OK) {
-      s->delegated.set(static_cast<int>(a.coll));
-      st = run_on(s, s->fallback.get(), a);
-    }
-  }
-  if (watched) watchdog::end(s);
-  if (st == PG_ERR_UNSUPPORTED)  // declined, and nothing left to delegate to
-    fail(st, "backend '%s' does not run %s on %s (op %s) and no other backend can", inst->name.c_str(),
-         coll_name(a.coll), dtype_name(a.dtype), op_name(a.op));
-  return poison_on_failure(s, st);
+  watchdog::Scope watched(s, a.coll);
+  return poison_on_failure(s, serve(s, a));
 }
 
 // A backend with send and recv but no sendrecv: the send goes asynchronously
@@ -153,7 +143,7 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
   send.coll = Coll::send;
   recv.coll = Coll::recv;
   recv.count = a.recv_count;
-  recv.root = a.source;
+  recv.peer = a.source;
   pg_work *w = nullptr;
   PG_CHECK(start(s, send, PG_OK, &w));
   pg_status st = execute(s, recv);
@@ -173,10 +163,8 @@ pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a) {
   std::unique_ptr<Request> request;
   pg_status st = inst->backend->start(a, &request);
   if (st == PG_ERR_UNSUPPORTED) return execute(s, a);
-  const bool watched = s->settings.timeout_s > 0 && !is_p2p(a.coll);
-  if (watched) watchdog::begin(s, a.coll);
+  watchdog::Scope watched(s, a.coll);
   if (st == PG_OK) st = request->wait();
-  if (watched) watchdog::end(s);
   return poison_on_failure(s, st);
 }
 
@@ -214,7 +202,7 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
       PG_CHECK(pick(s, a.coll, &inst));
       st = inst->backend->start(a, &w->native);
       if (st != PG_OK && st != PG_ERR_UNSUPPORTED) return poison_on_failure(s, st);
-      if (st == PG_OK && !is_p2p(a.coll)) w->watch = {watchdog::now_ns(), s->sequence, a.coll};
+      if (st == PG_OK && !is_point_to_point(a.coll)) w->watch = {watchdog::now_ns(), s->sequence, a.coll};
     }
     if (st == PG_ERR_UNSUPPORTED) {
       w->native.reset();

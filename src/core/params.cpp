@@ -11,13 +11,13 @@
 #include "core/text.h"
 
 namespace pg::params {
-namespace {
 
-// Empty means unset (docs/env.md); NULL too.
 const char *env(const char *var) {
   const char *value = std::getenv(var);
   return value && *value ? value : nullptr;
 }
+
+namespace {
 
 pg_status bad(const char *var, const char *value, const char *expected) {
   return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: expected %s", var, value, expected);
@@ -142,17 +142,6 @@ pg_status read(Settings *out) {
     else if (std::strcmp(v, "numa") == 0) s.bind = Bind::numa;
     else return bad("PGS_BIND", v, "none or numa");
   }
-  if ((v = env("PGS_FAIRRING_SLICE_BYTES"))) {
-    PG_CHECK(parse_size("PGS_FAIRRING_SLICE_BYTES", v, &s.fairring_slice_bytes));
-    if (s.fairring_slice_bytes == 0) return bad("PGS_FAIRRING_SLICE_BYTES", v, "a size above 0");
-  }
-  if ((v = env("PGS_FAIRRING_INFLIGHT"))) PG_CHECK(parse_positive_int("PGS_FAIRRING_INFLIGHT", v, &s.fairring_inflight));
-  if ((v = env("PGS_FAIRRING_MIN_BYTES"))) PG_CHECK(parse_size("PGS_FAIRRING_MIN_BYTES", v, &s.fairring_min_bytes));
-  if ((v = env("PGS_MPI_CHUNK_COUNT"))) {
-    int chunk = 0;
-    PG_CHECK(parse_positive_int("PGS_MPI_CHUNK_COUNT", v, &chunk));
-    s.mpi_chunk_count = static_cast<std::size_t>(chunk);
-  }
   *out = std::move(s);
   return PG_OK;
 }
@@ -160,10 +149,6 @@ pg_status read(Settings *out) {
 std::string Settings::schedule_fingerprint() const {
   return "PGS_RANKS_PER_NODE=" + std::to_string(ranks_per_node) +
          " PGS_DEBUG=" + (debug_detail ? "detail" : "") +
-         " PGS_FAIRRING_SLICE_BYTES=" + std::to_string(fairring_slice_bytes) +
-         " PGS_FAIRRING_INFLIGHT=" + std::to_string(fairring_inflight) +
-         " PGS_FAIRRING_MIN_BYTES=" + std::to_string(fairring_min_bytes) +
-         " PGS_MPI_CHUNK_COUNT=" + std::to_string(mpi_chunk_count) +
          // With a watchdog, blocking calls below MPI_THREAD_MULTIPLE are issued
          // as nonblocking MPI calls (polled), which cannot match blocking ones.
          " PGS_TIMEOUT=" + (timeout_s > 0 ? "on" : "off");

@@ -1,5 +1,5 @@
 // Environment parameters (PGS_*): each read and validated in one place (NCCL's
-// param.h habit). The grammar is in docs/env.md. A bad value is an error that
+// param.h habit); built-in backends read their own variables with these parsers. The grammar is in docs/env.md. A bad value is an error that
 // names the variable and the value; nothing is silently ignored.
 #pragma once
 
@@ -28,17 +28,18 @@ struct Settings {
   bool debug_detail = false;             // PGS_DEBUG=detail
   double timeout_s = 0;                  // PGS_TIMEOUT; 0 = off
   Bind bind = Bind::none;                // PGS_BIND
-  std::size_t fairring_slice_bytes = std::size_t(1) << 20;  // PGS_FAIRRING_SLICE_BYTES
-  int fairring_inflight = 4;                                // PGS_FAIRRING_INFLIGHT
-  std::size_t fairring_min_bytes = std::size_t(6) << 20;    // PGS_FAIRRING_MIN_BYTES
-  std::size_t mpi_chunk_count = 0;       // PGS_MPI_CHUNK_COUNT (testing); 0 = INT_MAX
 
-  // The values that change the schedule, which every rank must agree on.
+  // The library's values that change the schedule, which every rank must agree
+  // on (built-in backends declare their own: BackendSettings::schedule).
   std::string schedule_fingerprint() const;
 };
 
-// Reads every PGS_* variable. Fails on the first bad value.
+// Reads the library's PGS_* variables (backends read their own). Fails on the
+// first bad value.
 pg_status read(Settings *out);
+
+// The value of a variable; NULL when it is unset or empty (empty means unset).
+const char *env(const char *var);
 
 // Parsers, one per grammar (exposed for the unit tests). `var` names the
 // variable in messages.

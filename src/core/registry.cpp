@@ -5,11 +5,9 @@
 #include <mutex>
 
 #include "backends/mpi/mpi_backend.h"
+#include "backends/nccl/nccl_backend.h"
 #include "core/status.h"
 #include "core/table_backend.h"
-#ifdef PG_HAVE_CUDA
-#include "backends/nccl/nccl_backend.h"
-#endif
 
 namespace pg::registry {
 namespace {
@@ -21,18 +19,6 @@ struct Registry {
   std::map<std::string, std::unique_ptr<std::string>> names;      // their names
 };
 
-#ifndef PG_HAVE_CUDA
-// "nccl" is registered in every build, so selection can say why it cannot run.
-BackendEntry nccl_unavailable() {
-  return {"nccl", PG_DEVICE_CUDA,
-          [](const pg_backend_context &, const params::Settings &, std::unique_ptr<Backend> *) {
-            return fail(PG_ERR_UNAVAILABLE,
-                        "backend 'nccl' is not available: this build of pgstrategy has no CUDA "
-                        "support (configure with -DPGS_ENABLE_CUDA=ON and a CUDA toolkit with NCCL)");
-          }};
-}
-#endif
-
 void add_locked(Registry &r, BackendEntry entry) {
   std::string name = entry.name;
   r.entries[name] = std::make_unique<BackendEntry>(std::move(entry));
@@ -42,12 +28,9 @@ void add_locked(Registry &r, BackendEntry entry) {
 Registry &instance() {
   static Registry *r = [] {
     auto *reg = new Registry;
+    // The built-ins: one line each.
     add_locked(*reg, mpi::entry());
-#ifdef PG_HAVE_CUDA
     add_locked(*reg, nccl::entry());
-#else
-    add_locked(*reg, nccl_unavailable());
-#endif
     return reg;
   }();
   return *r;
@@ -125,37 +108,15 @@ pg_status add_table(const pg_backend_ops *ops) {
   const pg_backend_ops *stored = table.get();
   r.names[name] = std::move(stored_name);
   r.tables[name] = std::move(table);
-  add_locked(r, {name, stored->devices,
-                 [stored](const pg_backend_context &ctx, const params::Settings &,
-                          std::unique_ptr<Backend> *out) {
-                   return make_table_backend(*stored, ctx, out);
-                 }});
+  BackendEntry entry;
+  entry.name = name;
+  entry.devices = stored->devices;
+  entry.make = [stored](const MakeArgs &args, std::unique_ptr<Backend> *out) {
+    return make_table_backend(*stored, args.ctx, out);
+  };
+  add_locked(r, std::move(entry));
   return PG_OK;
 }
-
-pg_status cuda_device_count(int *count) {
-  if (count) *count = 0;
-#ifdef PG_HAVE_CUDA
-  return nccl::cuda_device_count(count);
-#else
-  return fail(PG_ERR_UNAVAILABLE,
-              "device 'cuda' is not available: this build of pgstrategy has no CUDA support "
-              "(configure with -DPGS_ENABLE_CUDA=ON and a CUDA toolkit with NCCL)");
-#endif
-}
-
-#ifdef PG_HAVE_CUDA
-pg_status cuda_mem_alloc(int device, std::size_t bytes, void **ptr) {
-  return nccl::mem_alloc(device, bytes, ptr);
-}
-pg_status cuda_mem_free(int device, void *ptr) { return nccl::mem_free(device, ptr); }
-pg_status cuda_pci_bus_id(int device, std::string *bus_id) { return nccl::pci_bus_id(device, bus_id); }
-#else
-// Unreachable: no CUDA strategy exists without CUDA.
-pg_status cuda_mem_alloc(int, std::size_t, void **) { return cuda_device_count(nullptr); }
-pg_status cuda_mem_free(int, void *) { return cuda_device_count(nullptr); }
-pg_status cuda_pci_bus_id(int, std::string *) { return cuda_device_count(nullptr); }
-#endif
 
 const BackendEntry *find(const std::string &name) {
   Registry &r = instance();
@@ -170,6 +131,20 @@ std::vector<std::string> names() {
   std::vector<std::string> out;
   for (const auto &kv : r.entries) out.push_back(kv.first);
   return out;
+}
+
+pg_status read_settings(SettingsMap *out) {
+  SettingsMap map;
+  std::vector<const BackendEntry *> builtins;
+  {
+    Registry &r = instance();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    for (const auto &kv : r.entries)
+      if (kv.second->read_settings) builtins.push_back(kv.second.get());
+  }
+  for (const BackendEntry *e : builtins) PG_CHECK(e->read_settings(&map[e->name]));
+  *out = std::move(map);
+  return PG_OK;
 }
 
 }  // namespace pg::registry

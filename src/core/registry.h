@@ -3,23 +3,50 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
-#include "core/params.h"
 
 namespace pg {
+
+// A built-in backend's own PGS_* settings, read and validated once when a
+// strategy is created, so that instances made later (a fallback created on
+// first need, a hierarchical backend's sub-instances) use what every rank
+// agreed on rather than the environment of that moment.
+class BackendSettings {
+ public:
+  virtual ~BackendSettings() = default;
+  // The values that change the schedule ("VAR=value ..."), which every rank
+  // must agree on; "" when none do.
+  virtual std::string schedule() const = 0;
+};
+
+// Every built-in backend's settings, by backend name.
+using SettingsMap = std::map<std::string, std::shared_ptr<const BackendSettings>>;
+
+// What a backend instance is made with.
+struct MakeArgs {
+  const pg_backend_context &ctx;  // valid until the instance is destroyed
+  const SettingsMap &settings;    // agreed at creation; outlives the instance
+
+  // This backend's settings (T is its own BackendSettings class).
+  template <typename T>
+  const T &settings_of(const std::string &name) const {
+    return static_cast<const T &>(*settings.at(name));
+  }
+};
 
 struct BackendEntry {
   std::string name;
   uint32_t devices = 0;  // PG_DEVICE_* bits
-  // Makes an instance on a context that stays valid until the instance is
-  // destroyed, with the settings every rank agreed on at creation.
-  std::function<pg_status(const pg_backend_context &, const params::Settings &,
-                          std::unique_ptr<Backend> *)>
-      make;
+  // Built-ins with PGS_* variables of their own: reads and validates them
+  // (errors name the variable). Empty for backends without settings.
+  std::function<pg_status(std::shared_ptr<const BackendSettings> *)> read_settings;
+  // Makes an instance (collective over args.ctx.comm).
+  std::function<pg_status(const MakeArgs &args, std::unique_ptr<Backend> *)> make;
 };
 
 namespace registry {
@@ -30,14 +57,8 @@ pg_status add_table(const pg_backend_ops *ops);
 const BackendEntry *find(const std::string &name);
 // Sorted names.
 std::vector<std::string> names();
-// GPUs CUDA can use here; PG_ERR_UNAVAILABLE saying why when there are none
-// (a build without CUDA, no driver, no device).
-pg_status cuda_device_count(int *count);
-// Device memory on GPU `device` (pg_mem_alloc on a CUDA strategy).
-pg_status cuda_mem_alloc(int device, std::size_t bytes, void **ptr);
-pg_status cuda_mem_free(int device, void *ptr);
-// PCI bus id of GPU `device`, as CUDA reports it.
-pg_status cuda_pci_bus_id(int device, std::string *bus_id);
+// Reads the settings of every built-in backend that has some.
+pg_status read_settings(SettingsMap *out);
 // Whether `name` fits [a-z0-9_]{1,63}.
 bool valid_name(const std::string &name);
 

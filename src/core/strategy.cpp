@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/agree.h"
+#include "core/cuda_runtime.h"
 #include "core/log.h"
 #include "core/plugin.h"
 #include "core/registry.h"
@@ -46,7 +47,7 @@ pg_status find_backend(const std::string &name, const Device &device,
   return PG_OK;
 }
 
-// The checks every rank makes alone, in DESIGN.md's order.
+// The checks every rank makes alone, in the order of docs/errors.md.
 pg_status check_locally(pg_strategy *s, const char *device, const char *backend,
                         const BackendEntry **entry, int *gpus) {
   PG_CHECK(parse_device(device, &s->device));
@@ -57,7 +58,7 @@ pg_status check_locally(pg_strategy *s, const char *device, const char *backend,
     return fail(PG_ERR_UNSUPPORTED, "backend '%s' does not serve device '%s'; it serves: %s",
                 s->selection.backend.c_str(), device, devices_list((*entry)->devices).c_str());
   if (!s->device.cuda) return PG_OK;
-  PG_CHECK(registry::cuda_device_count(gpus));
+  PG_CHECK(cuda::device_count(gpus));
   if (s->device.index >= *gpus)
     return fail(PG_ERR_INVALID_ARGUMENT, "device '%s' is out of range: %d GPU%s visible (cuda:0..%d)",
                 device, *gpus, *gpus == 1 ? "" : "s", *gpus - 1);
@@ -82,14 +83,6 @@ pg_status collective_step(pg_strategy *s, Step step) {
 
 }  // namespace
 
-Instance::~Instance() {
-  backend.reset();
-  if (runtime::mpi_alive()) {
-    topology::free_layout(&layout);
-    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
-  }
-}
-
 bool delegates(const pg_strategy *s, Coll coll) { return s->lacks[static_cast<int>(coll)]; }
 
 namespace {
@@ -110,28 +103,10 @@ std::bitset<kCollCount> lacking(const Backend &b) {
 
 }  // namespace
 
-pg_status make_instance(pg_strategy *s, const BackendEntry &entry, std::unique_ptr<Instance> *out) {
-  auto inst = std::make_unique<Instance>();
-  inst->name = entry.name;
-  PG_CHECK(dup_comm(s->instance_comm, &inst->comm));
-  PG_CHECK(topology::dup_layout(s->layout, &inst->layout));
-  pg_backend_context &c = inst->ctx;
-  c.comm = inst->comm;
-  c.rank = s->rank;
-  c.size = s->size;
-  c.device = s->device.cuda ? "cuda" : "cpu";
-  c.device_index = s->device.cuda ? s->device.index : -1;
-  c.node_comm = inst->layout.node_comm;
-  c.local_rank = inst->layout.local_rank;
-  c.local_size = inst->layout.local_size;
-  c.rail_comm = inst->layout.rail_comm;
-  c.node_rank = inst->layout.node_rank;
-  c.node_count = inst->layout.node_count;
-  c.stream = s->stream;
-  c.log = log::from_backend;
-  PG_CHECK(entry.make(inst->ctx, s->settings, &inst->backend));
-  *out = std::move(inst);
-  return PG_OK;
+// An instance of `entry` on the strategy's communicator (collective).
+pg_status make_strategy_instance(pg_strategy *s, const BackendEntry &entry, std::unique_ptr<Instance> *out) {
+  const Placement where{s->device.cuda, s->device.index, s->stream};
+  return make_instance(entry, s->instance_comm, s->layout, where, s->backend_settings, out);
 }
 
 // The device default, on which operations the backend lacks run.
@@ -139,7 +114,7 @@ pg_status ensure_fallback(pg_strategy *s) {
   if (s->fallback) return PG_OK;
   const BackendEntry *entry = registry::find(default_backend(s->device));
   if (!entry) return fail(PG_ERR_INTERNAL, "the device default backend is not registered");
-  return make_instance(s, *entry, &s->fallback);
+  return make_strategy_instance(s, *entry, &s->fallback);
 }
 
 namespace {
@@ -166,11 +141,13 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
   int gpus = 0;
   PG_CHECK(collective_step(s, [&] {
     if (settings_status != PG_OK) return fail_message(settings_status, settings_error);
+    PG_CHECK(registry::read_settings(&s->backend_settings));
     return check_locally(s, device, backend, &entry, &gpus);
   }));
+  std::string schedule = s->settings.schedule_fingerprint();
+  for (const auto &kv : s->backend_settings) schedule += " " + kv.second->schedule();
   PG_CHECK(agree_same(s->comm,
-                      "device '" + s->device.kind() + "' backend '" + s->selection.backend + "' " +
-                          s->settings.schedule_fingerprint(),
+                      "device '" + s->device.kind() + "' backend '" + s->selection.backend + "' " + schedule,
                       "the device, the backend or the schedule settings"));
   PG_CHECK(collective_step(s, [&] {
     return topology::build_layout(s->comm, s->settings.ranks_per_node, &s->layout);
@@ -180,14 +157,14 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
     std::string bus_id;  // CUDA's own view of the GPU, matched in hwloc's topology
     if (s->device.cuda) {
       PG_CHECK(choose_gpu(s, gpus));
-      if (registry::cuda_pci_bus_id(s->device.index, &bus_id) != PG_OK) bus_id.clear();
+      if (cuda::pci_bus_id(s->device.index, &bus_id) != PG_OK) bus_id.clear();
     }
     return topology::prepare_rank(s->settings, s->layout, s->device.cuda ? s->device.index : -1,
                                   &s->placement, bus_id);
   }));
   topology::check_launcher(MPI_COMM_WORLD);
 
-  pg_status made = collective_step(s, [&] { return make_instance(s, *entry, &s->primary); });
+  pg_status made = collective_step(s, [&] { return make_strategy_instance(s, *entry, &s->primary); });
   if (made != PG_OK) {
     // Another rank's create failed: this rank's instance must not run the
     // backend's (collective) destroy alone, so it is left as it is.
@@ -242,7 +219,7 @@ pg_status destroy_strategy(pg_strategy *s) {
   const bool alive = runtime::mpi_alive();
   pg_status result = PG_OK;
   for (pg_work *w : s->works) {
-    if (alive && !s->poisoned) {
+    if (alive && !s->health.poisoned()) {
       pg_status st = work_wait(w, -1);
       if (st != PG_OK && result == PG_OK) result = st;
     } else if (w->native && !w->finished) {
@@ -257,7 +234,7 @@ pg_status destroy_strategy(pg_strategy *s) {
   if (alive)
     for (void *p : s->allocations) {
       if (s->device.cuda)
-        registry::cuda_mem_free(s->device.index, p);
+        cuda::mem_free(s->device.index, p);
       else
         MPI_Free_mem(p);
     }
@@ -287,7 +264,7 @@ pg_status describe_strategy(const pg_strategy *s, std::string *out) {
   if (!delegated.empty())
     d += ", delegated to '" + std::string(default_backend(s->device)) + "': " + delegated;
   if (!s->placement.empty()) d += ", " + s->placement;
-  if (s->poisoned) d += ", unusable after: " + s->poison_reason;
+  if (s->health.poisoned()) d += ", unusable after: " + s->health.reason();
   *out = d;
   return PG_OK;
 }
@@ -295,3 +272,19 @@ pg_status describe_strategy(const pg_strategy *s, std::string *out) {
 }  // namespace pg
 
 void pg_strategy::quiesce() { progress.stop(); }
+
+namespace pg {
+
+std::string Health::reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reason_;
+}
+
+void Health::poison(const std::string &reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (poisoned_) return;
+  reason_ = reason;
+  poisoned_ = true;
+}
+
+}  // namespace pg

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/instance.h"
 #include "core/params.h"
 #include "core/progress.h"
 #include "core/selection.h"
@@ -20,24 +21,31 @@
 
 namespace pg {
 
-// One backend instance with the private communicators of its context.
-struct Instance {
-  std::string name;
-  MPI_Comm comm = MPI_COMM_NULL;
-  topology::Layout layout;
-  pg_backend_context ctx{};
-  std::unique_ptr<Backend> backend;
+// Whether a strategy can still be used: poisoned for good after a backend
+// failure or a watchdog timeout (every call but destroy is then PG_ERR_STATE).
+class Health {
+ public:
+  bool poisoned() const { return poisoned_; }
+  std::string reason() const;
+  // The first reason stays.
+  void poison(const std::string &reason);
 
-  ~Instance();
+ private:
+  std::atomic<bool> poisoned_{false};
+  mutable std::mutex mutex_;
+  std::string reason_;
 };
 
 }  // namespace pg
 
+// The object behind the opaque handle. Its parts are set at creation by
+// strategy.cpp and then owned as commented.
 struct pg_strategy {
   pg::Device device;
   std::string device_name;  // "cpu", "cuda:1"
   pg::Selection selection;
-  pg::params::Settings settings;
+  pg::params::Settings settings;   // the library's PGS_* values, agreed at creation
+  pg::SettingsMap backend_settings;  // the built-in backends' own, agreed at creation
   MPI_Comm comm = MPI_COMM_NULL;  // the library's own duplicate: agreement, checks
   // Backend instances are duplicated from this one: a fallback may be created on
   // the progress thread while the caller's thread runs checks on `comm`.
@@ -46,25 +54,21 @@ struct pg_strategy {
   int tag_ub = 32767;              // MPI_TAG_UB of comm
   pg::topology::Layout layout;     // the library's own node/rail communicators
   std::string placement;           // binding/GPU/NIC summary from the topology
-  void *stream = nullptr;
+  void *stream = nullptr;          // set by pg_strategy_set_stream
 
+  // Dispatch (dispatch.cpp) picks between these; the fallback is made there on first need.
   std::unique_ptr<pg::Instance> primary;
-  std::unique_ptr<pg::Instance> fallback;  // the device default, created on first need
+  std::unique_ptr<pg::Instance> fallback;  // the device default
   std::bitset<pg::kCollCount> lacks;       // operations the backend has no entry for
   std::bitset<pg::kCollCount> delegated;   // operations the backend declined at least once
 
-  pg::Progress progress;
-  std::set<pg_work *> works;  // works not yet freed; destroy finishes them first
-  std::set<void *> allocations;
-  std::uint64_t sequence = 0;  // collectives issued, for the checks and the watchdog
+  pg::Progress progress;           // queued nonblocking work (dispatch.cpp)
+  std::set<pg_work *> works;       // works not yet freed; destroy finishes them first
+  std::set<void *> allocations;    // pg_mem_alloc (c_api.cpp)
+  std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
 
-  std::atomic<bool> poisoned{false};
-  std::string poison_reason;
-
-  // The watchdog's view of the collective in flight (0: none).
-  std::atomic<std::int64_t> watch_started_ns{0};
-  std::atomic<std::uint64_t> watch_sequence{0};
-  std::atomic<int> watch_coll{0};
+  pg::Health health;               // poisoned by dispatch and the watchdog
+  pg::watchdog::Marks marks;       // the blocking collective in flight (watchdog.cpp)
 
   // Stops the progress thread (called while MPI is finalizing).
   void quiesce();

@@ -83,8 +83,8 @@ class TableBackend final : public Backend {
       case Coll::gather: st = ops_.gather(state_, a.send, a.recv, a.count, a.dtype, a.root); break;
       case Coll::scatter: st = ops_.scatter(state_, a.send, a.recv, a.count, a.dtype, a.root); break;
       case Coll::barrier: st = ops_.barrier(state_); break;
-      case Coll::send: st = ops_.send(state_, a.send, a.count, a.dtype, a.root, a.tag); break;
-      case Coll::recv: st = ops_.recv(state_, a.recv, a.count, a.dtype, a.root, a.tag); break;
+      case Coll::send: st = ops_.send(state_, a.send, a.count, a.dtype, a.peer, a.tag); break;
+      case Coll::recv: st = ops_.recv(state_, a.recv, a.count, a.dtype, a.peer, a.tag); break;
       case Coll::sendrecv: break;
     }
     return checked(ops_, coll_name(a.coll), st, logged);

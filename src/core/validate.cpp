@@ -76,8 +76,7 @@ pg_status validate_reduction(const char *fn, pg_dtype dtype, pg_op op) {
 }
 
 pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
-  const bool reduces = a.coll == Coll::allreduce || a.coll == Coll::reduce || a.coll == Coll::reduce_scatter;
-  PG_CHECK(reduces ? validate_reduction(fn, a.dtype, a.op) : validate_dtype(fn, a.dtype));
+  PG_CHECK(is_reduction(a.coll) ? validate_reduction(fn, a.dtype, a.op) : validate_dtype(fn, a.dtype));
   Checker c{fn, s, a, dtype_size(a.dtype)};
   const std::size_t p = static_cast<std::size_t>(s->size);
   const bool root = a.root == s->rank;
@@ -135,11 +134,11 @@ pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
       return PG_OK;
     case Coll::send:
     case Coll::recv:
-      PG_CHECK(c.rank(a.root, "peer"));
+      PG_CHECK(c.rank(a.peer, "peer"));
       PG_CHECK(c.tag(a.tag));
       return c.buffer(a.coll == Coll::send ? a.send : a.recv, one, "buf");
     case Coll::sendrecv: {
-      PG_CHECK(c.rank(a.root, "dest"));
+      PG_CHECK(c.rank(a.peer, "dest"));
       PG_CHECK(c.rank(a.source, "source"));
       PG_CHECK(c.tag(a.tag));
       std::size_t rbytes = 0;

@@ -14,12 +14,15 @@
 namespace pg::watchdog {
 namespace {
 
+bool watching(const pg_strategy *s) { return s->settings.timeout_s > 0; }
+
 void watch_loop() {
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     // Aborting under the lock keeps the strategy from being destroyed meanwhile.
     runtime::for_each_live([](pg_strategy *s) {
-      if (expired(s)) abort_job(s);
+      const Watch w = s->marks.current();
+      if (overdue(s, w)) abort_job(s, w);
     });
   }
 }
@@ -32,45 +35,47 @@ std::int64_t now_ns() {
       .count();
 }
 
+void Marks::begin(std::uint64_t sequence, Coll coll) {
+  coll_ = static_cast<int>(coll);
+  sequence_ = sequence;
+  started_ns_ = now_ns();  // last: the watchdog reads the others once this is set
+}
+
+Watch Marks::current() const {
+  Watch w;
+  w.started_ns = started_ns_;
+  w.sequence = sequence_;
+  w.coll = static_cast<Coll>(coll_.load());
+  return w;
+}
+
 bool overdue(const pg_strategy *s, const Watch &watch) {
-  return watch.started_ns != 0 && s->settings.timeout_s > 0 &&
+  return watch.started_ns != 0 && watching(s) &&
          static_cast<double>(now_ns() - watch.started_ns) * 1e-9 > s->settings.timeout_s;
 }
 
-void abort_job(pg_strategy *s, const Watch &watch) {
-  s->watch_coll = static_cast<int>(watch.coll);
-  s->watch_sequence = watch.sequence;
-  abort_job(s);
-}
-
-void begin(pg_strategy *s, Coll coll) {
-  if (s->settings.timeout_s <= 0) return;
-  s->watch_coll = static_cast<int>(coll);
-  s->watch_sequence = s->sequence;
-  s->watch_started_ns = now_ns();
+Scope::Scope(pg_strategy *s, Coll coll) : s_(watching(s) && !is_point_to_point(coll) ? s : nullptr) {
+  if (!s_) return;
+  s_->marks.begin(s_->sequence, coll);
   if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
     static std::once_flag once;
     std::call_once(once, [] { std::thread(watch_loop).detach(); });
   }
 }
 
-void end(pg_strategy *s) { s->watch_started_ns = 0; }
-
-bool expired(const pg_strategy *s) {
-  std::int64_t started = s->watch_started_ns;
-  return started != 0 && s->settings.timeout_s > 0 &&
-         static_cast<double>(now_ns() - started) * 1e-9 > s->settings.timeout_s;
+Scope::~Scope() {
+  if (s_) s_->marks.end();
 }
 
-void abort_job(pg_strategy *s) {
+void abort_job(pg_strategy *s, const Watch &watch) {
   log::write(params::LogLevel::error,
              "watchdog: %s #%llu on backend '%s' (device '%s', rank %d of %d) has not finished "
              "after %g s (PGS_TIMEOUT); ranks that did not arrive are not known%s; aborting the job",
-             coll_name(static_cast<Coll>(s->watch_coll.load())),
-             static_cast<unsigned long long>(s->watch_sequence.load()), s->selection.backend.c_str(),
-             s->device_name.c_str(), s->rank, s->size, s->settings.timeout_s,
+             coll_name(watch.coll), static_cast<unsigned long long>(watch.sequence),
+             s->selection.backend.c_str(), s->device_name.c_str(), s->rank, s->size,
+             s->settings.timeout_s,
              s->settings.debug_detail ? "" : " (PGS_DEBUG=detail checks arrival before each collective)");
-  s->poisoned = true;
+  s->health.poison("the watchdog aborted the job");
   if (s->primary) s->primary->backend->abort();
   if (s->fallback) s->fallback->backend->abort();
   // MPI_COMM_WORLD: MPICH 4.0.2 ends only the calling process when MPI_Abort

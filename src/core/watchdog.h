@@ -1,9 +1,9 @@
 // PGS_TIMEOUT: a collective that has not finished in time is reported and the
-// job aborted, because the user asked for it.
+// job aborted, because the user asked for it (docs/env.md).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <string>
 
 #include "core/backend.h"
 
@@ -11,27 +11,49 @@ struct pg_strategy;
 
 namespace pg::watchdog {
 
-// One nonblocking collective the watchdog keeps an eye on.
+std::int64_t now_ns();
+
+// One collective as the watchdog sees it.
 struct Watch {
   std::int64_t started_ns = 0;  // 0: not watched
   std::uint64_t sequence = 0;
   Coll coll = Coll::barrier;
 };
 
-std::int64_t now_ns();
+// The blocking collective in flight on one strategy (at most one: a strategy
+// is used by one thread at a time, and queued work runs one task at a time).
+// Written by the thread that runs it, read by the watchdog's thread.
+class Marks {
+ public:
+  void begin(std::uint64_t sequence, Coll coll);
+  void end() { started_ns_ = 0; }
+  Watch current() const;
+
+ private:
+  std::atomic<std::int64_t> started_ns_{0};
+  std::atomic<std::uint64_t> sequence_{0};
+  std::atomic<int> coll_{0};
+};
+
 // Whether `watch` has run past PGS_TIMEOUT on s.
 bool overdue(const pg_strategy *s, const Watch &watch);
 
-// Marks the start and end of a collective on s (no-ops when PGS_TIMEOUT is off).
-// At MPI_THREAD_MULTIPLE a watchdog thread watches the marks and aborts.
-void begin(pg_strategy *s, Coll coll);
-void end(pg_strategy *s);
-// Below MPI_THREAD_MULTIPLE the calling thread polls instead: true when the
-// collective in flight on s is past its deadline.
-bool expired(const pg_strategy *s);
+// Marks a blocking collective on s for as long as it lives (nothing when
+// PGS_TIMEOUT is off, or for point-to-point, which the watchdog does not watch). At MPI_THREAD_MULTIPLE a watchdog thread watches the
+// marks and aborts; below it the calling thread polls (overdue, abort_job).
+class Scope {
+ public:
+  Scope(pg_strategy *s, Coll coll);
+  ~Scope();
+  Scope(const Scope &) = delete;
+  Scope &operator=(const Scope &) = delete;
+
+ private:
+  pg_strategy *s_;
+};
+
 // Reports the hung collective and aborts the job (each backend's abort, e.g.
 // ncclCommAbort, then MPI_Abort). Never returns.
-[[noreturn]] void abort_job(pg_strategy *s);
 [[noreturn]] void abort_job(pg_strategy *s, const Watch &watch);
 
 }  // namespace pg::watchdog

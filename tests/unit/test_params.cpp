@@ -79,10 +79,10 @@ TEST(Params, PluginPath) {
 
 TEST(Params, ReadFromEnvironment) {
   Settings s;
-  setenv("PGS_FAIRRING_INFLIGHT", "3", 1);
+  setenv("PGS_TIMEOUT", "2.5", 1);
   setenv("PGS_BIND", "numa", 1);
   ASSERT_EQ(read(&s), PG_OK);
-  EXPECT_EQ(s.fairring_inflight, 3);
+  EXPECT_EQ(s.timeout_s, 2.5);
   EXPECT_EQ(s.bind, Bind::numa);
   setenv("PGS_BIND", "socket", 1);
   EXPECT_EQ(read(&s), PG_ERR_INVALID_ARGUMENT);
@@ -93,5 +93,5 @@ TEST(Params, ReadFromEnvironment) {
   EXPECT_EQ(read(&s), PG_ERR_INVALID_ARGUMENT);
   unsetenv("PGS_DEBUG");
   unsetenv("PGS_BIND");
-  unsetenv("PGS_FAIRRING_INFLIGHT");
+  unsetenv("PGS_TIMEOUT");
 }

@@ -1,5 +1,7 @@
 // The mpi backend. Each collective is written once and issued either blocking
-// (MPI_Allreduce, ...) or nonblocking (MPI_Iallreduce, ...) through PG_MPI_CALL.
+// (MPI_Allreduce, ...) or nonblocking (MPI_Iallreduce, ...) through PG_MPI_CALL,
+// in one of four families: elementwise, block layout, reduce_scatter and
+// point-to-point.
 // Counts above the chunk limit (INT_MAX elements, or PGS_MPI_CHUNK_COUNT) are
 // split into chunks: elementwise operations loop over slices; block-layout
 // operations (allgather, gather, scatter, alltoall) use a block type resized to
@@ -72,10 +74,19 @@ class Pending final : public Request {
   std::vector<std::function<void()>> finish_;
 };
 
-// Blocking when `pending` is NULL, else nonblocking with its request added there.
-#define PG_MPI_CALL(pending, blocking, nonblocking, ...)                     \
-  PG_MPI_CHECK((pending) ? nonblocking(__VA_ARGS__, (pending)->add())        \
-                         : blocking(__VA_ARGS__))
+// Issues the MPI calls of one operation: blocking, or nonblocking with their
+// requests added to `pending`. Either way the staging buffers and the steps
+// that finish the operation (PG_AVG's division, a copy out) go to `pending`.
+struct Issue {
+  Pending &pending;
+  bool nonblocking;
+};
+
+// One MPI call of an operation, as `issue` says: Blocking(args...) or
+// Nonblocking(args..., request).
+#define PG_MPI_CALL(issue, Blocking, Nonblocking, ...)                                   \
+  PG_MPI_CHECK((issue).nonblocking ? Nonblocking(__VA_ARGS__, (issue).pending.add())    \
+                                   : Blocking(__VA_ARGS__))
 
 // A block of `len` elements whose extent is `stride` elements: one chunk of
 // every rank's block in a block-layout buffer.
@@ -109,6 +120,36 @@ class BlockType {
   if (var.error() != MPI_SUCCESS)                                                  \
     return mpi_failure(var.error(), "MPI_Type_create_resized", __FILE__, __LINE__)
 
+// The settings of the mpi backend.
+class MpiSettings final : public BackendSettings {
+ public:
+  std::size_t chunk = INT_MAX;  // PGS_MPI_CHUNK_COUNT (testing): most elements per MPI call
+
+  std::string schedule() const override { return "PGS_MPI_CHUNK_COUNT=" + std::to_string(chunk); }
+};
+
+pg_status read_settings(std::shared_ptr<const BackendSettings> *out) {
+  auto settings = std::make_shared<MpiSettings>();
+  if (const char *v = params::env("PGS_MPI_CHUNK_COUNT")) {
+    int chunk = 0;
+    PG_CHECK(params::parse_positive_int("PGS_MPI_CHUNK_COUNT", v, &chunk));
+    settings->chunk = static_cast<std::size_t>(chunk);
+  }
+  *out = std::move(settings);
+  return PG_OK;
+}
+
+// One MPI call's share of a block-layout operation: `len` elements of each
+// rank's block starting at element `off`, described on the all-blocks side as
+// `blocks` elements of `block` (the plain type when the whole block fits in one
+// call; else one block type resized to the full block stride).
+struct BlockChunk {
+  std::size_t off;
+  int len;
+  int blocks;
+  MPI_Datatype block;
+};
+
 class MpiBackend final : public Backend {
  public:
   MpiBackend(const pg_backend_context &ctx, std::size_t chunk)
@@ -128,14 +169,14 @@ class MpiBackend final : public Backend {
     }
     if (a.coll == Coll::sendrecv) return sendrecv_blocking(a);
     Pending done;
-    PG_CHECK(issue(a, nullptr, &done));
+    PG_CHECK(issue(a, Issue{done, false}));
     done.finish_now();
     return PG_OK;
   }
 
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
     auto pending = std::make_unique<Pending>();
-    PG_CHECK(issue(a, pending.get(), pending.get()));
+    PG_CHECK(issue(a, Issue{*pending, true}));
     *out = std::move(pending);
     return PG_OK;
   }
@@ -145,156 +186,122 @@ class MpiBackend final : public Backend {
     return static_cast<int>(count - off < chunk_ ? count - off : chunk_);
   }
 
-  // Issues the MPI calls of `a`: blocking when `nb` is NULL, else into `nb`.
-  // Staging buffers and finishing steps go to `steps` either way.
-  pg_status issue(const CollArgs &a, Pending *nb, Pending *steps) {
+  pg_status issue(const CollArgs &a, Issue io) {
+    switch (a.coll) {
+      case Coll::allreduce:
+      case Coll::reduce:
+      case Coll::broadcast: return elementwise(a, io);
+      case Coll::allgather:
+      case Coll::gather:
+      case Coll::scatter:
+      case Coll::alltoall: return block_layout(a, io);
+      case Coll::reduce_scatter: return reduce_scatter(a, io);
+      case Coll::send:
+      case Coll::recv:
+      case Coll::sendrecv: return point_to_point(a, io);
+      case Coll::barrier:
+        PG_MPI_CHECK(io.nonblocking ? MPI_Ibarrier(comm_, io.pending.add()) : MPI_Barrier(comm_));
+        return PG_OK;
+    }
+    return fail(PG_ERR_INTERNAL, "mpi backend: unknown operation");
+  }
+
+  // PG_AVG's division, once the sum is complete.
+  void average(const CollArgs &a, void *buf, std::size_t count, Issue io) const {
+    if (a.op != PG_AVG) return;
+    const pg_dtype dtype = a.dtype;
+    const int size = size_;
+    io.pending.then([=] { reduce_finish(dtype, PG_AVG, buf, count, size); });
+  }
+
+  // allreduce, reduce and broadcast: element i depends on element i only, so
+  // large counts go as consecutive slices.
+  pg_status elementwise(const CollArgs &a, Issue io) {
     const MPI_Datatype type = datatype(a.dtype);
     const std::size_t esize = dtype_size(a.dtype);
     const char *send = static_cast<const char *>(a.send);
     char *recv = static_cast<char *>(a.recv);
     MPI_Op op = MPI_OP_NULL;
-    bool reduces = a.coll == Coll::allreduce || a.coll == Coll::reduce || a.coll == Coll::reduce_scatter;
-    if (reduces) PG_CHECK(operation(a.dtype, a.op, &op));
-    const int size = size_;
-    const pg_dtype dtype = a.dtype;
-    auto average = [steps, dtype, size](void *buf, std::size_t count) {
-      steps->then([=] { reduce_finish(dtype, PG_AVG, buf, count, size); });
-    };
-
-    switch (a.coll) {
-      case Coll::allreduce: {
-        const bool in_place = a.send == a.recv;
-        for (std::size_t off = 0; off < a.count; off += chunk_)
-          PG_MPI_CALL(nb, MPI_Allreduce, MPI_Iallreduce,
-                      in_place ? MPI_IN_PLACE : send + off * esize, recv + off * esize,
-                      len(a.count, off), type, op, comm_);
-        if (a.op == PG_AVG) average(a.recv, a.count);
-        return PG_OK;
-      }
-      case Coll::reduce: {
-        const bool root = rank_ == a.root;
-        // MPICH 4.0.2 crashes in MPI_Reduce with MPI_IN_PLACE at the root (its
-        // reduce-scatter-gather algorithm, non-power-of-two sizes): the root
-        // reduces from a copy of its input instead.
-        if (root && a.send == a.recv) {
-          std::vector<char> &copy = steps->stage(a.count * esize);
-          std::memcpy(copy.data(), a.send, a.count * esize);
-          send = copy.data();
-        }
-        for (std::size_t off = 0; off < a.count; off += chunk_)
-          PG_MPI_CALL(nb, MPI_Reduce, MPI_Ireduce, send + off * esize,
-                      root ? recv + off * esize : nullptr, len(a.count, off), type, op, a.root, comm_);
-        if (a.op == PG_AVG && root) average(a.recv, a.count);
-        return PG_OK;
-      }
-      case Coll::broadcast:
-        for (std::size_t off = 0; off < a.count; off += chunk_)
-          PG_MPI_CALL(nb, MPI_Bcast, MPI_Ibcast, recv + off * esize, len(a.count, off), type,
-                      a.root, comm_);
-        return PG_OK;
-      case Coll::allgather: {
-        const bool in_place = a.send == recv + rank_ * a.count * esize;
-        if (a.count <= chunk_) {
-          const int n = static_cast<int>(a.count);
-          PG_MPI_CALL(nb, MPI_Allgather, MPI_Iallgather, in_place ? MPI_IN_PLACE : a.send, n, type,
-                      a.recv, n, type, comm_);
-          return PG_OK;
-        }
-        for (std::size_t off = 0; off < a.count; off += chunk_) {
-          PG_BLOCK_TYPE(block, type, len(a.count, off), a.count, esize);
-          PG_MPI_CALL(nb, MPI_Allgather, MPI_Iallgather,
-                      in_place ? MPI_IN_PLACE : send + off * esize, len(a.count, off), type,
-                      recv + off * esize, 1, block.get(), comm_);
-        }
-        return PG_OK;
-      }
-      case Coll::gather: {
-        const bool root = rank_ == a.root;
-        const bool in_place = root && a.send == recv + a.root * a.count * esize;
-        if (a.count <= chunk_) {
-          const int n = static_cast<int>(a.count);
-          PG_MPI_CALL(nb, MPI_Gather, MPI_Igather, in_place ? MPI_IN_PLACE : a.send, n, type,
-                      a.recv, n, type, a.root, comm_);
-          return PG_OK;
-        }
-        for (std::size_t off = 0; off < a.count; off += chunk_) {
-          PG_BLOCK_TYPE(block, type, len(a.count, off), a.count, esize);
-          PG_MPI_CALL(nb, MPI_Gather, MPI_Igather, in_place ? MPI_IN_PLACE : send + off * esize,
-                      len(a.count, off), type, root ? recv + off * esize : nullptr, 1, block.get(),
-                      a.root, comm_);
-        }
-        return PG_OK;
-      }
-      case Coll::scatter: {
-        const bool root = rank_ == a.root;
-        const bool in_place = root && a.recv == send + a.root * a.count * esize;
-        if (a.count <= chunk_) {
-          const int n = static_cast<int>(a.count);
-          PG_MPI_CALL(nb, MPI_Scatter, MPI_Iscatter, a.send, n, type,
-                      in_place ? MPI_IN_PLACE : a.recv, n, type, a.root, comm_);
-          return PG_OK;
-        }
-        for (std::size_t off = 0; off < a.count; off += chunk_) {
-          PG_BLOCK_TYPE(block, type, len(a.count, off), a.count, esize);
-          PG_MPI_CALL(nb, MPI_Scatter, MPI_Iscatter, root ? send + off * esize : nullptr, 1,
-                      block.get(), in_place ? MPI_IN_PLACE : recv + off * esize, len(a.count, off),
-                      type, a.root, comm_);
-        }
-        return PG_OK;
-      }
-      case Coll::alltoall: {
-        // The library stages in-place alltoall, so send and recv never overlap here.
-        if (a.count <= chunk_) {
-          const int n = static_cast<int>(a.count);
-          PG_MPI_CALL(nb, MPI_Alltoall, MPI_Ialltoall, a.send, n, type, a.recv, n, type, comm_);
-          return PG_OK;
-        }
-        for (std::size_t off = 0; off < a.count; off += chunk_) {
-          PG_BLOCK_TYPE(block, type, len(a.count, off), a.count, esize);
-          PG_MPI_CALL(nb, MPI_Alltoall, MPI_Ialltoall, send + off * esize, 1, block.get(),
-                      recv + off * esize, 1, block.get(), comm_);
-        }
-        return PG_OK;
-      }
-      case Coll::reduce_scatter:
-        return reduce_scatter(a, type, op, esize, nb, steps);
-      case Coll::barrier:
-        PG_MPI_CHECK(nb ? MPI_Ibarrier(comm_, nb->add()) : MPI_Barrier(comm_));
-        return PG_OK;
-      case Coll::send:
-        for (std::size_t off = 0; off < a.count || off == 0; off += chunk_) {
-          PG_MPI_CALL(nb, MPI_Send, MPI_Isend, send + off * esize, len(a.count, off), type, a.root,
-                      a.tag, comm_);
-          if (a.count == 0) break;
-        }
-        return PG_OK;
-      case Coll::recv:
-        for (std::size_t off = 0; off < a.count || off == 0; off += chunk_) {
-          if (nb)
-            PG_MPI_CHECK(MPI_Irecv(recv + off * esize, len(a.count, off), type, a.root, a.tag,
-                                   comm_, nb->add()));
-          else
-            PG_MPI_CHECK(MPI_Recv(recv + off * esize, len(a.count, off), type, a.root, a.tag,
-                                  comm_, MPI_STATUS_IGNORE));
-          if (a.count == 0) break;
-        }
-        return PG_OK;
-      case Coll::sendrecv: {
-        CollArgs recv_part = a, send_part = a;
-        recv_part.coll = Coll::recv;
-        recv_part.count = a.recv_count;
-        recv_part.root = a.source;
-        send_part.coll = Coll::send;
-        PG_CHECK(issue(recv_part, nb, steps));
-        return issue(send_part, nb, steps);
-      }
+    if (a.coll != Coll::broadcast) PG_CHECK(operation(a.dtype, a.op, &op));
+    const bool root = rank_ == a.root;
+    if (a.coll == Coll::reduce && root && a.send == a.recv) {
+      // MPICH 4.0.2 crashes in MPI_Reduce with MPI_IN_PLACE at the root (its
+      // reduce-scatter-gather algorithm, non-power-of-two sizes): the root
+      // reduces from a copy of its input instead.
+      std::vector<char> &copy = io.pending.stage(a.count * esize);
+      std::memcpy(copy.data(), a.send, a.count * esize);
+      send = copy.data();
     }
-    return fail(PG_ERR_INTERNAL, "mpi backend: unknown operation");
+    const bool in_place = a.send == a.recv;
+    for (std::size_t off = 0; off < a.count; off += chunk_) {
+      const std::size_t at = off * esize;
+      const int n = len(a.count, off);
+      if (a.coll == Coll::allreduce)
+        PG_MPI_CALL(io, MPI_Allreduce, MPI_Iallreduce, in_place ? MPI_IN_PLACE : send + at, recv + at,
+                    n, type, op, comm_);
+      else if (a.coll == Coll::reduce)
+        PG_MPI_CALL(io, MPI_Reduce, MPI_Ireduce, send + at, root ? recv + at : nullptr, n, type, op,
+                    a.root, comm_);
+      else
+        PG_MPI_CALL(io, MPI_Bcast, MPI_Ibcast, recv + at, n, type, a.root, comm_);
+    }
+    if (a.coll == Coll::allreduce || root) average(a, a.recv, a.count, io);
+    return PG_OK;
+  }
+
+  // allgather, gather, scatter and alltoall: one block per rank. Chunks use a
+  // block type resized to the block stride, so each chunk is one MPI call
+  // without copies.
+  pg_status block_layout(const CollArgs &a, Issue io) {
+    const MPI_Datatype type = datatype(a.dtype);
+    const std::size_t esize = dtype_size(a.dtype);
+    const char *send = static_cast<const char *>(a.send);
+    char *recv = static_cast<char *>(a.recv);
+    const bool root = rank_ == a.root;
+    auto one_call = [&](const BlockChunk &c) -> pg_status {
+      const std::size_t at = c.off * esize;
+      switch (a.coll) {
+        case Coll::allgather: {
+          const bool in_place = a.send == recv + rank_ * a.count * esize;
+          PG_MPI_CALL(io, MPI_Allgather, MPI_Iallgather, in_place ? MPI_IN_PLACE : send + at, c.len,
+                      type, recv + at, c.blocks, c.block, comm_);
+          return PG_OK;
+        }
+        case Coll::gather: {
+          const bool in_place = root && a.send == recv + a.root * a.count * esize;
+          PG_MPI_CALL(io, MPI_Gather, MPI_Igather, in_place ? MPI_IN_PLACE : send + at, c.len, type,
+                      root ? recv + at : nullptr, c.blocks, c.block, a.root, comm_);
+          return PG_OK;
+        }
+        case Coll::scatter: {
+          const bool in_place = root && a.recv == send + a.root * a.count * esize;
+          PG_MPI_CALL(io, MPI_Scatter, MPI_Iscatter, root ? send + at : nullptr, c.blocks, c.block,
+                      in_place ? MPI_IN_PLACE : recv + at, c.len, type, a.root, comm_);
+          return PG_OK;
+        }
+        default:  // alltoall; the library stages it in place, so send and recv never overlap
+          PG_MPI_CALL(io, MPI_Alltoall, MPI_Ialltoall, send + at, c.blocks, c.block, recv + at, c.blocks,
+                      c.block, comm_);
+          return PG_OK;
+      }
+    };
+    if (a.count <= chunk_) {
+      const int n = static_cast<int>(a.count);
+      return one_call({0, n, n, type});
+    }
+    for (std::size_t off = 0; off < a.count; off += chunk_) {
+      PG_BLOCK_TYPE(block, type, len(a.count, off), a.count, esize);
+      PG_CHECK(one_call({off, len(a.count, off), 1, block.get()}));
+    }
+    return PG_OK;
   }
 
   // reduce_scatter: block r of the reduction lands on rank r.
-  pg_status reduce_scatter(const CollArgs &a, MPI_Datatype type, MPI_Op op, std::size_t esize,
-                           Pending *nb, Pending *steps) {
+  pg_status reduce_scatter(const CollArgs &a, Issue io) {
+    const MPI_Datatype type = datatype(a.dtype);
+    const std::size_t esize = dtype_size(a.dtype);
+    MPI_Op op = MPI_OP_NULL;
+    PG_CHECK(operation(a.dtype, a.op, &op));
     const std::size_t n = a.count, bytes = n * esize;
     const char *send = static_cast<const char *>(a.send);
     char *recv = static_cast<char *>(a.recv);
@@ -303,33 +310,58 @@ class MpiBackend final : public Backend {
       // MPI's in-place form leaves this rank's block at the start of the buffer;
       // it moves to its place at the end (the other blocks are scratch then).
       char *whole = recv - rank_ * bytes;
-      PG_MPI_CALL(nb, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, MPI_IN_PLACE, whole,
+      PG_MPI_CALL(io, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, MPI_IN_PLACE, whole,
                   static_cast<int>(n), type, op, comm_);
-      if (rank_ != 0) steps->then([recv, whole, bytes] { std::memmove(recv, whole, bytes); });
+      if (rank_ != 0) io.pending.then([recv, whole, bytes] { std::memmove(recv, whole, bytes); });
     } else if (n <= chunk_) {
-      PG_MPI_CALL(nb, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, a.send, recv,
+      PG_MPI_CALL(io, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, a.send, recv,
                   static_cast<int>(n), type, op, comm_);
     } else {
       // Chunk by chunk, in place too: a chunk's result must not overwrite input
       // that later chunks still read, so it goes to a staging block first.
       char *out = recv;
       if (in_place) {
-        out = steps->stage(bytes).data();
-        steps->then([recv, out, bytes] { std::memcpy(recv, out, bytes); });
+        out = io.pending.stage(bytes).data();
+        io.pending.then([recv, out, bytes] { std::memcpy(recv, out, bytes); });
       }
       for (std::size_t off = 0; off < n; off += chunk_) {
         const std::size_t l = static_cast<std::size_t>(len(n, off));
-        std::vector<char> &packed = steps->stage(size_ * l * esize);
+        std::vector<char> &packed = io.pending.stage(size_ * l * esize);
         for (int r = 0; r < size_; ++r)
           std::memcpy(packed.data() + r * l * esize, send + (r * n + off) * esize, l * esize);
-        PG_MPI_CALL(nb, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, packed.data(),
+        PG_MPI_CALL(io, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, packed.data(),
                     out + off * esize, static_cast<int>(l), type, op, comm_);
       }
     }
-    if (a.op == PG_AVG) {
-      const pg_dtype dtype = a.dtype;
-      const int size = size_;
-      steps->then([=] { reduce_finish(dtype, PG_AVG, recv, n, size); });
+    average(a, recv, n, io);
+    return PG_OK;
+  }
+
+  // send, recv and sendrecv. A message of zero elements is still one message.
+  pg_status point_to_point(const CollArgs &a, Issue io) {
+    if (a.coll == Coll::sendrecv) {
+      CollArgs recv_part = a, send_part = a;
+      recv_part.coll = Coll::recv;
+      recv_part.count = a.recv_count;
+      recv_part.peer = a.source;
+      send_part.coll = Coll::send;
+      PG_CHECK(point_to_point(recv_part, io));
+      return point_to_point(send_part, io);
+    }
+    const MPI_Datatype type = datatype(a.dtype);
+    const std::size_t esize = dtype_size(a.dtype);
+    for (std::size_t off = 0; off < a.count || off == 0; off += chunk_) {
+      const int n = len(a.count, off);
+      if (a.coll == Coll::send)
+        PG_MPI_CALL(io, MPI_Send, MPI_Isend, static_cast<const char *>(a.send) + off * esize, n, type,
+                    a.peer, a.tag, comm_);
+      else if (io.nonblocking)
+        PG_MPI_CHECK(MPI_Irecv(static_cast<char *>(a.recv) + off * esize, n, type, a.peer, a.tag, comm_,
+                               io.pending.add()));
+      else
+        PG_MPI_CHECK(MPI_Recv(static_cast<char *>(a.recv) + off * esize, n, type, a.peer, a.tag, comm_,
+                              MPI_STATUS_IGNORE));
+      if (a.count == 0) break;
     }
     return PG_OK;
   }
@@ -339,7 +371,7 @@ class MpiBackend final : public Backend {
   pg_status sendrecv_blocking(const CollArgs &a) {
     if (a.count <= chunk_ && a.recv_count <= chunk_) {
       const MPI_Datatype type = datatype(a.dtype);
-      PG_MPI_CHECK(MPI_Sendrecv(a.send, static_cast<int>(a.count), type, a.root, a.tag, a.recv,
+      PG_MPI_CHECK(MPI_Sendrecv(a.send, static_cast<int>(a.count), type, a.peer, a.tag, a.recv,
                                 static_cast<int>(a.recv_count), type, a.source, a.tag, comm_,
                                 MPI_STATUS_IGNORE));
       return PG_OK;
@@ -357,13 +389,15 @@ class MpiBackend final : public Backend {
 }  // namespace
 
 BackendEntry entry() {
-  return {"mpi", PG_DEVICE_CPU,
-          [](const pg_backend_context &ctx, const params::Settings &settings,
-             std::unique_ptr<Backend> *out) -> pg_status {
-            std::size_t chunk = settings.mpi_chunk_count ? settings.mpi_chunk_count : INT_MAX;
-            *out = std::make_unique<MpiBackend>(ctx, chunk);
-            return PG_OK;
-          }};
+  BackendEntry e;
+  e.name = "mpi";
+  e.devices = PG_DEVICE_CPU;
+  e.read_settings = read_settings;
+  e.make = [](const MakeArgs &args, std::unique_ptr<Backend> *out) -> pg_status {
+    *out = std::make_unique<MpiBackend>(args.ctx, args.settings_of<MpiSettings>("mpi").chunk);
+    return PG_OK;
+  };
+  return e;
 }
 
 }  // namespace pg::mpi

@@ -339,12 +339,12 @@ class NcclBackend final : public Backend {
         });
       }
       case Coll::send:
-        return send_to(send, a.count, type, a.root, stream);
+        return send_to(send, a.count, type, a.peer, stream);
       case Coll::recv:
-        return recv_from(recv, a.count, type, a.root, stream);
+        return recv_from(recv, a.count, type, a.peer, stream);
       case Coll::sendrecv:
         return group(comm, [&] {
-          PG_CHECK(send_to(send, a.count, type, a.root, stream));
+          PG_CHECK(send_to(send, a.count, type, a.peer, stream));
           return recv_from(recv, a.recv_count, type, a.source, stream);
         });
     }
@@ -415,63 +415,17 @@ class NcclBackend final : public Backend {
 }  // namespace
 
 BackendEntry entry() {
-  return {"nccl", PG_DEVICE_CUDA,
-          [](const pg_backend_context &ctx, const params::Settings &,
-             std::unique_ptr<Backend> *out) -> pg_status {
-            if (ctx.device_index < 0)
-              return fail(PG_ERR_INTERNAL, "nccl backend: created without a CUDA device");
-            auto backend = std::make_unique<NcclBackend>(ctx);
-            PG_CHECK(backend->init(ctx));
-            *out = std::move(backend);
-            return PG_OK;
-          }};
-}
-
-pg_status cuda_device_count(int *count) {
-  *count = 0;
-  int n = 0;
-  cudaError_t error = cudaGetDeviceCount(&n);
-  if (error == cudaErrorNoDevice || (error == cudaSuccess && n == 0)) {
-    cudaGetLastError();
-    const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    if (visible)
-      return fail(PG_ERR_UNAVAILABLE, "no GPU visible (CUDA_VISIBLE_DEVICES=%s)", visible);
-    return fail(PG_ERR_UNAVAILABLE, "no GPU visible (CUDA_VISIBLE_DEVICES is unset)");
-  }
-  if (error != cudaSuccess) {
-    cudaGetLastError();
-    return fail(PG_ERR_UNAVAILABLE, "no usable GPU: cudaGetDeviceCount: %s (code %d)",
-                cudaGetErrorString(error), static_cast<int>(error));
-  }
-  *count = n;
-  return PG_OK;
-}
-
-pg_status mem_alloc(int device, std::size_t bytes, void **ptr) {
-  *ptr = nullptr;
-  PG_CUDA_DEVICE_GUARD(guard, device);
-  cudaError_t error = cudaMalloc(ptr, bytes ? bytes : 1);
-  if (error == cudaErrorMemoryAllocation) {
-    cudaGetLastError();
-    return fail(PG_ERR_NO_MEMORY, "pg_mem_alloc: cannot allocate %zu bytes on cuda:%d: %s", bytes,
-                device, cudaGetErrorString(error));
-  }
-  PG_CUDA_CHECK(error);
-  return PG_OK;
-}
-
-pg_status mem_free(int device, void *ptr) {
-  if (!ptr) return PG_OK;
-  PG_CUDA_DEVICE_GUARD(guard, device);
-  PG_CUDA_CHECK(cudaFree(ptr));
-  return PG_OK;
-}
-
-pg_status pci_bus_id(int device, std::string *bus_id) {
-  char text[32] = "";
-  PG_CUDA_CHECK(cudaDeviceGetPCIBusId(text, sizeof text, device));
-  *bus_id = text;
-  return PG_OK;
+  BackendEntry e;
+  e.name = "nccl";
+  e.devices = PG_DEVICE_CUDA;
+  e.make = [](const MakeArgs &args, std::unique_ptr<Backend> *out) -> pg_status {
+    if (args.ctx.device_index < 0) return fail(PG_ERR_INTERNAL, "nccl backend: created without a CUDA device");
+    auto backend = std::make_unique<NcclBackend>(args.ctx);
+    PG_CHECK(backend->init(args.ctx));
+    *out = std::move(backend);
+    return PG_OK;
+  };
+  return e;
 }
 
 }  // namespace pg::nccl
