@@ -30,6 +30,11 @@
  *   overlap is PG_ERR_INVALID_ARGUMENT.
  * - One strategy is used by one thread at a time; different strategies may be
  *   used from different threads at once (needs MPI_THREAD_MULTIPLE).
+ * - MPI ownership: if the application initialized MPI, the library never
+ *   finalizes it. Otherwise the first pg_strategy_create initializes it
+ *   (MPI_THREAD_MULTIPLE) and the library finalizes it at exit, after destroying
+ *   the strategies still alive. A strategy destroyed after the application's
+ *   MPI_Finalize frees its memory and makes no MPI call.
  */
 #ifndef PG_STRATEGY_H
 #define PG_STRATEGY_H

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/cuda_runtime.h"
+#include "core/agree.h"
 #include "core/dtype.h"
 #include "core/reduce.h"
 #include "core/registry.h"
@@ -208,16 +208,16 @@ pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
     if (bytes > static_cast<size_t>(MPI_Aint(~0ull >> 1)))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: %zu bytes is too large", bytes);
     void *p = nullptr;
-    if (s->device.cuda) {
-      PG_CHECK(pg::cuda::mem_alloc(s->device.index, bytes, &p));
-      s->allocations.insert(p);
-      *ptr = p;
-      return PG_OK;
+    pg_status local = s->device.cuda ? s->memory.allocate_device(s->device.index, bytes, &p)
+                                     : s->memory.allocate_shared(s->layout.node_comm, bytes, &p);
+    // Collective: every rank returns the same status, and no rank keeps memory
+    // when another failed.
+    pg_status st = pg::agree(s->comm, local, local == PG_OK ? std::string() : pg::last_error());
+    if (st != PG_OK) {
+      const std::string message = pg::last_error();
+      if (p) s->memory.release(p);
+      return pg::fail_message(st, message);
     }
-    // Memory MPI may have registered with the network: its transfers skip a copy.
-    if (MPI_Alloc_mem(static_cast<MPI_Aint>(bytes ? bytes : 1), MPI_INFO_NULL, &p) != MPI_SUCCESS || !p)
-      return pg::fail(PG_ERR_NO_MEMORY, "pg_mem_alloc: cannot allocate %zu bytes", bytes);
-    s->allocations.insert(p);
     *ptr = p;
     return PG_OK;
   });
@@ -229,11 +229,7 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
     if (!ptr) return PG_OK;
     if (pg::runtime::finalizing())
       return pg::fail(PG_ERR_STATE, "pg_mem_free: MPI has been finalized (pg_strategy_destroy frees what is left)");
-    if (!s->allocations.erase(ptr))
-      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_free: %p was not allocated by pg_mem_alloc on this strategy", ptr);
-    if (s->device.cuda) return pg::cuda::mem_free(s->device.index, ptr);
-    MPI_Free_mem(ptr);
-    return PG_OK;
+    return s->memory.release(ptr);
   });
 }
 

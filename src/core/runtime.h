@@ -1,4 +1,4 @@
-// MPI ownership and the set of live strategies (DESIGN.md "MPI ownership").
+// MPI ownership (include/pg_strategy.h, "MPI ownership") and the set of live strategies.
 #pragma once
 
 #include <functional>

@@ -1,5 +1,6 @@
 // Which backend a strategy gets: the argument, then PGS_BACKEND, then the
-// device default (DESIGN.md "Backend selection").
+// device default (include/pg_strategy.h, pg_strategy_create; docs/env.md for
+// PGS_BACKEND).
 #pragma once
 
 #include <string>

@@ -47,7 +47,7 @@ pg_status find_backend(const std::string &name, const Device &device,
   return PG_OK;
 }
 
-// The checks every rank makes alone, in the order of docs/errors.md.
+// The checks every rank makes alone, in the order pg_strategy_create documents.
 pg_status check_locally(pg_strategy *s, const char *device, const char *backend,
                         const BackendEntry **entry, int *gpus) {
   PG_CHECK(parse_device(device, &s->device));
@@ -231,13 +231,7 @@ pg_status destroy_strategy(pg_strategy *s) {
     w->strategy = nullptr;
   }
   s->works.clear();
-  if (alive)
-    for (void *p : s->allocations) {
-      if (s->device.cuda)
-        cuda::mem_free(s->device.index, p);
-      else
-        MPI_Free_mem(p);
-    }
+  s->memory.release_all(alive);
   s->fallback.reset();
   s->primary.reset();
   if (alive) {

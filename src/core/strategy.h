@@ -13,6 +13,7 @@
 
 #include "core/backend.h"
 #include "core/instance.h"
+#include "core/memory.h"
 #include "core/params.h"
 #include "core/progress.h"
 #include "core/selection.h"
@@ -64,7 +65,7 @@ struct pg_strategy {
 
   pg::Progress progress;           // queued nonblocking work (dispatch.cpp)
   std::set<pg_work *> works;       // works not yet freed; destroy finishes them first
-  std::set<void *> allocations;    // pg_mem_alloc (c_api.cpp)
+  pg::Memory memory;               // pg_mem_alloc's buffers (c_api.cpp)
   std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
 
   pg::Health health;               // poisoned by dispatch and the watchdog

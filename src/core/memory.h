@@ -1,0 +1,61 @@
+// pg_mem_alloc's buffers. On CUDA: device memory. On CPU: each allocation is an
+// MPI-3 shared window on the strategy's node communicator, so a backend that
+// knows it (fairring) reads a peer's buffer in place instead of copying it in.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "pg_strategy.h"
+
+namespace pg {
+
+// Where a buffer lies among the node-shared allocations.
+struct SharedSpot {
+  int id = -1;              // allocation number, the same on every rank of the node; -1: not shared
+  std::size_t offset = 0;   // bytes from the start of this rank's part
+};
+
+class Memory {
+ public:
+  Memory() = default;
+  Memory(const Memory &) = delete;
+  Memory &operator=(const Memory &) = delete;
+
+  // CPU: collective over node_comm (every rank of the node allocates at the same
+  // time; sizes may differ). Fails on every rank of the node together.
+  pg_status allocate_shared(MPI_Comm node_comm, std::size_t bytes, void **ptr);
+  // CUDA: device memory on GPU `device`.
+  pg_status allocate_device(int device, std::size_t bytes, void **ptr);
+  // PG_ERR_INVALID_ARGUMENT when ptr is not one of ours. CPU: collective over
+  // the node, like the allocation.
+  pg_status release(void *ptr);
+  // Frees everything left (at destroy; no MPI call when MPI is gone).
+  void release_all(bool mpi_alive);
+
+  // Where [p, p + bytes) lies; id -1 when not wholly inside one allocation.
+  SharedSpot find(const void *p, std::size_t bytes) const;
+  // The address of `spot` in local rank `local`'s part of its allocation.
+  char *address(const SharedSpot &spot, int local) const;
+
+ private:
+  struct Block {
+    bool device = false;
+    int device_index = -1;
+    MPI_Win win = MPI_WIN_NULL;
+    char *base = nullptr;
+    std::size_t bytes = 0;
+    int id = -1;
+    std::vector<char *> peers;  // each local rank's part, in this process's address space
+  };
+  mutable std::mutex mutex_;     // find() may run on the progress thread
+  std::map<const char *, Block> blocks_;  // by base address
+  std::vector<char *> by_id_;    // id -> base (nullptr once freed)
+  int next_id_ = 0;
+};
+
+}  // namespace pg
