@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "pg_backend.h"
 
@@ -83,6 +84,8 @@ class Backend {
   // asynchronously itself (progress thread), or inline below MPI_THREAD_MULTIPLE.
   virtual pg_status start(const CollArgs &args, std::unique_ptr<Request> *out);
   virtual pg_status set_stream(void *stream);
+  // What pg_strategy_describe adds for this backend (a hierarchical plan); "" for nothing.
+  virtual std::string describe() const { return {}; }
   // The watchdog is about to end the job: stop in-flight device work (NCCL's
   // ncclCommAbort). Called from the watchdog's thread; nothing runs afterwards.
   virtual void abort() {}

@@ -15,8 +15,7 @@ Instance::~Instance() {
 }
 
 pg_status make_instance(const BackendEntry &entry, MPI_Comm comm, const topology::Layout &layout,
-                        const Placement &where, const SettingsMap &settings,
-                        std::unique_ptr<Instance> *out) {
+                        const InstanceEnv &env, std::unique_ptr<Instance> *out) {
   auto inst = std::make_unique<Instance>();
   inst->name = entry.name;
   PG_MPI_CHECK(MPI_Comm_dup(comm, &inst->comm));
@@ -27,27 +26,26 @@ pg_status make_instance(const BackendEntry &entry, MPI_Comm comm, const topology
   c.comm = inst->comm;
   MPI_Comm_rank(inst->comm, &c.rank);
   MPI_Comm_size(inst->comm, &c.size);
-  c.device = where.cuda ? "cuda" : "cpu";
-  c.device_index = where.cuda ? where.device_index : -1;
+  c.device = env.cuda ? "cuda" : "cpu";
+  c.device_index = env.cuda ? env.device_index : -1;
   c.node_comm = inst->layout.node_comm;
   c.local_rank = inst->layout.local_rank;
   c.local_size = inst->layout.local_size;
   c.rail_comm = inst->layout.rail_comm;
   c.node_rank = inst->layout.node_rank;
   c.node_count = inst->layout.node_count;
-  c.stream = where.stream;
+  c.stream = env.stream;
   c.log = log::from_backend;
-  PG_CHECK(entry.make(MakeArgs{inst->ctx, settings}, &inst->backend));
+  PG_CHECK(entry.make(MakeArgs{inst->ctx, env}, &inst->backend));
   *out = std::move(inst);
   return PG_OK;
 }
 
 pg_status make_instance(const std::string &name, MPI_Comm comm, const topology::Layout &layout,
-                        const Placement &where, const SettingsMap &settings,
-                        std::unique_ptr<Instance> *out) {
+                        const InstanceEnv &env, std::unique_ptr<Instance> *out) {
   const BackendEntry *entry = registry::find(name);
   if (!entry) return fail(PG_ERR_INTERNAL, "backend '%s' is not registered", name.c_str());
-  return make_instance(*entry, comm, layout, where, settings, out);
+  return make_instance(*entry, comm, layout, env, out);
 }
 
 }  // namespace pg

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "backends/fairring/fairring_backend.h"
 #include "backends/mpi/mpi_backend.h"
 #include "backends/nccl/nccl_backend.h"
 #include "core/status.h"
@@ -31,6 +32,7 @@ Registry &instance() {
     // The built-ins: one line each.
     add_locked(*reg, mpi::entry());
     add_locked(*reg, nccl::entry());
+    add_locked(*reg, fairring::entry());
     return reg;
   }();
   return *r;

@@ -27,16 +27,16 @@ class BackendSettings {
 // Every built-in backend's settings, by backend name.
 using SettingsMap = std::map<std::string, std::shared_ptr<const BackendSettings>>;
 
+struct InstanceEnv;
+
 // What a backend instance is made with.
 struct MakeArgs {
   const pg_backend_context &ctx;  // valid until the instance is destroyed
-  const SettingsMap &settings;    // agreed at creation; outlives the instance
+  const InstanceEnv &env;         // valid during make; what it points to outlives the instance
 
-  // This backend's settings (T is its own BackendSettings class).
+  // A built-in's settings (T is its own BackendSettings class).
   template <typename T>
-  const T &settings_of(const std::string &name) const {
-    return static_cast<const T &>(*settings.at(name));
-  }
+  const T &settings_of(const std::string &name) const;
 };
 
 struct BackendEntry {

@@ -105,8 +105,13 @@ std::bitset<kCollCount> lacking(const Backend &b) {
 
 // An instance of `entry` on the strategy's communicator (collective).
 pg_status make_strategy_instance(pg_strategy *s, const BackendEntry &entry, std::unique_ptr<Instance> *out) {
-  const Placement where{s->device.cuda, s->device.index, s->stream};
-  return make_instance(entry, s->instance_comm, s->layout, where, s->backend_settings, out);
+  InstanceEnv env;
+  env.cuda = s->device.cuda;
+  env.device_index = s->device.index;
+  env.stream = s->stream;
+  env.settings = &s->backend_settings;
+  env.memory = &s->memory;
+  return make_instance(entry, s->instance_comm, s->layout, env, out);
 }
 
 // The device default, on which operations the backend lacks run.
@@ -257,6 +262,8 @@ pg_status describe_strategy(const pg_strategy *s, std::string *out) {
   }
   if (!delegated.empty())
     d += ", delegated to '" + std::string(default_backend(s->device)) + "': " + delegated;
+  const std::string plan = s->primary ? s->primary->backend->describe() : std::string();
+  if (!plan.empty()) d += "; " + plan;
   if (!s->placement.empty()) d += ", " + s->placement;
   if (s->health.poisoned()) d += ", unusable after: " + s->health.reason();
   *out = d;

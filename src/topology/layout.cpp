@@ -52,6 +52,24 @@ pg_status dup_layout(const Layout &in, Layout *out) {
   return PG_OK;
 }
 
+Layout single_node_layout(MPI_Comm node) {
+  Layout l;
+  l.node_comm = node;
+  l.rail_comm = MPI_COMM_SELF;
+  MPI_Comm_rank(node, &l.local_rank);
+  MPI_Comm_size(node, &l.local_size);
+  return l;
+}
+
+Layout one_rank_per_node_layout(MPI_Comm rail) {
+  Layout l;
+  l.node_comm = MPI_COMM_SELF;
+  l.rail_comm = rail;
+  MPI_Comm_rank(rail, &l.node_rank);
+  MPI_Comm_size(rail, &l.node_count);
+  return l;
+}
+
 void free_layout(Layout *layout) {
   if (layout->node_comm != MPI_COMM_NULL) MPI_Comm_free(&layout->node_comm);
   if (layout->rail_comm != MPI_COMM_NULL) MPI_Comm_free(&layout->rail_comm);

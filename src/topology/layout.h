@@ -22,5 +22,10 @@ pg_status build_layout(MPI_Comm comm, int ranks_per_node, Layout *out);
 // Duplicates node and rail communicators (a backend instance gets its own).
 pg_status dup_layout(const Layout &in, Layout *out);
 void free_layout(Layout *layout);
+// The layouts of a sub-communicator that is one node (a node communicator) or
+// one rank per node (a rail). Local: the other communicator is MPI_COMM_SELF,
+// and nothing is duplicated (dup_layout does that for an instance).
+Layout single_node_layout(MPI_Comm node);
+Layout one_rank_per_node_layout(MPI_Comm rail);
 
 }  // namespace pg::topology

@@ -16,6 +16,7 @@
 
 #include "backends/mpi/mpi_types.h"
 #include "core/dtype.h"
+#include "core/instance.h"
 #include "core/params.h"
 #include "core/reduce.h"
 #include "core/status.h"

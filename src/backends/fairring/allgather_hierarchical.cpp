@@ -1,0 +1,50 @@
+// allgather, "hierarchical" (regular layouts, G > 1, from
+// PGS_FAIRRING_MIN_BYTES): a slice is the same range of elements of every
+// rank's block. Each rank allgathers its range over its rail (M blocks) into a
+// shared slot; the node then copies every local rank's M ranges into place.
+#include <cstring>
+
+#include "backends/fairring/plan.h"
+
+namespace pg::fairring {
+namespace {
+
+class AllgatherPlan final : public Plan {
+ public:
+  using Plan::Plan;
+
+  bool reduces() const override { return false; }
+  bool gathers() const override { return true; }
+  std::size_t pieces() const override { return static_cast<std::size_t>(shape.nodes); }
+  std::size_t piece_len(std::size_t k, int) const override { return slice_count(k); }
+  // Piece m of shard p: the block of the rank at local rank p on node m.
+  std::size_t piece_offset(std::size_t k, int p, std::size_t m) const override {
+    return static_cast<std::size_t>(shape.rank_at(static_cast<int>(m), p)) * args.count + slice_begin(k);
+  }
+  std::size_t shard_offset(std::size_t, int) const override { return 0; }
+  char *result_in_place(std::size_t) const override { return nullptr; }
+
+  pg_status rail_step(std::size_t k, char *shard, Backend &rail, std::unique_ptr<Request> *out) override {
+    const char *mine = send() + slice_begin(k) * esize;
+    if (shape.nodes == 1) {
+      std::memcpy(shard, mine, slice_count(k) * esize);
+      return PG_OK;
+    }
+    return rail.start(CollArgs::movement(Coll::allgather, mine, shard, slice_count(k), args.dtype), out);
+  }
+
+  void finish(std::size_t, char *) override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Plan> allgather_plan(const CollArgs &args, const Shape &shape, std::size_t slot_bytes) {
+  auto plan = std::make_unique<AllgatherPlan>(args, shape);
+  // A rank's rail result (one range of each of M blocks) fills one slot.
+  const std::size_t fit = slot_bytes / (plan->esize * static_cast<std::size_t>(shape.nodes));
+  plan->slice_len = fit > 0 ? fit : 1;
+  plan->slices = (args.count + plan->slice_len - 1) / plan->slice_len;
+  return plan;
+}
+
+}  // namespace pg::fairring

@@ -1,0 +1,168 @@
+#include "backends/fairring/fairring_backend.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backends/fairring/algorithms.h"
+#include "backends/fairring/fairring_internal.h"
+#include "backends/fairring/schedule.h"
+#include "backends/fairring/settings.h"
+#include "backends/fairring/shm_transport.h"
+#include "core/dtype.h"
+#include "core/instance.h"
+#include "core/status.h"
+
+namespace pg::fairring {
+
+const AlgorithmInfo &info(Algorithm algorithm) {
+  for (const AlgorithmInfo &a : kAlgorithms)
+    if (a.algorithm == algorithm) return a;
+  return kAlgorithms[0];
+}
+
+std::size_t message_bytes(const CollArgs &a, int ranks) {
+  const std::size_t bytes = a.count * dtype_size(a.dtype);
+  return a.coll == Coll::allreduce ? bytes : bytes * static_cast<std::size_t>(ranks);
+}
+
+namespace {
+
+std::string bytes_text(std::size_t b) {
+  if (b >= (std::size_t(1) << 20) && b % (std::size_t(1) << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+class FairringBackend final : public Backend {
+ public:
+  pg_status init(const MakeArgs &args) {
+    const pg_backend_context &c = args.ctx;
+    settings_ = args.settings_of<Settings>("fairring");
+    PG_CHECK(learn_shape(c));
+    // The sub-instances run the device default (mpi) on the whole communicator,
+    // the node and the rail, through the library's own factory.
+    InstanceEnv env = args.env;
+    topology::Layout whole;
+    whole.node_comm = c.node_comm;
+    whole.rail_comm = c.rail_comm;
+    whole.local_rank = c.local_rank;
+    whole.local_size = c.local_size;
+    whole.node_rank = c.node_rank;
+    whole.node_count = c.node_count;
+    whole.irregular = irregular_;
+    PG_CHECK(make_instance("mpi", c.comm, whole, env, &flat_));
+    PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), env, &node_));
+    PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), env, &rail_));
+    if (!irregular_ && shape_.local_size > 1) {
+      // A slot holds a slice, or a whole rank's share of one element per block.
+      const std::size_t slot = std::max<std::size_t>(settings_.slice_bytes, 8 * static_cast<std::size_t>(c.size));
+      PG_CHECK(ShmTransport::create(c.node_comm, slot, settings_.inflight, args.env.memory, &transport_));
+      schedule_ = std::make_unique<Schedule>(*transport_, *rail_->backend, settings_.inflight);
+    }
+    memory_ = args.env.memory;
+    return PG_OK;
+  }
+
+  bool implements(Coll coll) const override {
+    return coll == Coll::allreduce || coll == Coll::reduce_scatter || coll == Coll::allgather;
+  }
+
+  pg_status run(const CollArgs &a) override {
+    switch (choose(a)) {
+      case Algorithm::hierarchical: return hierarchical(a)->wait();
+      case Algorithm::leaders: return allreduce_leaders(a, shape_, *node_->backend, *rail_->backend);
+      case Algorithm::flat: break;
+    }
+    return flat_->backend->run(a);
+  }
+
+  pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
+    switch (choose(a)) {
+      case Algorithm::hierarchical: *out = hierarchical(a); return PG_OK;
+      case Algorithm::leaders: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
+      case Algorithm::flat: break;
+    }
+    return flat_->backend->start(a, out);
+  }
+
+  std::string describe() const override {
+    std::string d = "fairring plan: " + std::to_string(shape_.nodes) + " node" + (shape_.nodes == 1 ? "" : "s");
+    if (irregular_) d += " with different numbers of ranks (irregular)";
+    else d += " x " + std::to_string(shape_.local_size) + " rank" + (shape_.local_size == 1 ? "" : "s") + " per node";
+    d += ", " + std::to_string(irregular_ ? 1 : shape_.local_size) + " rail" +
+         (shape_.local_size == 1 || irregular_ ? "" : "s") + " of " + std::to_string(shape_.nodes) +
+         ", slices of " + bytes_text(settings_.slice_bytes) + ", " + std::to_string(settings_.inflight) +
+         " in flight, shared memory in the node; allreduce: ";
+    const Algorithm big = irregular_ ? Algorithm::leaders
+                          : shape_.local_size > 1 ? Algorithm::hierarchical : Algorithm::flat;
+    if (big == Algorithm::flat) d += "flat at every size";
+    else d += std::string("flat below ") + bytes_text(settings_.min_bytes) + ", " + info(big).name + " from there";
+    return d;
+  }
+
+ private:
+  // Which rank sits where: the layout is agreed here (every rank learns every
+  // rank's node and local rank), so the algorithms need no communication to
+  // find a block's owner.
+  pg_status learn_shape(const pg_backend_context &c) {
+    shape_.local = c.local_rank;
+    shape_.local_size = c.local_size;
+    shape_.node = c.node_rank;
+    shape_.nodes = c.node_count;
+    shape_.rank = c.rank;
+    shape_.size = c.size;
+    std::vector<int> mine = {c.node_rank, c.local_rank, c.local_size}, all(3 * static_cast<std::size_t>(c.size));
+    PG_MPI_CHECK(MPI_Allgather(mine.data(), 3, MPI_INT, all.data(), 3, MPI_INT, c.comm));
+    for (int r = 0; r < c.size; ++r) irregular_ = irregular_ || all[3 * r + 2] != c.local_size;
+    if (irregular_) return PG_OK;
+    shape_.rank_of.assign(static_cast<std::size_t>(c.size), 0);
+    for (int r = 0; r < c.size; ++r) shape_.rank_of[static_cast<std::size_t>(all[3 * r] * c.local_size + all[3 * r + 1])] = r;
+    return PG_OK;
+  }
+
+  Algorithm choose(const CollArgs &a) const {
+    if (shape_.local_size == 1 && !irregular_) return Algorithm::flat;  // nothing inside the node
+    if (message_bytes(a, shape_.size) < settings_.min_bytes) return Algorithm::flat;
+    if (irregular_) return a.coll == Coll::allreduce ? Algorithm::leaders : Algorithm::flat;
+    return Algorithm::hierarchical;
+  }
+
+  std::unique_ptr<Request> hierarchical(const CollArgs &a) {
+    const std::size_t slot = transport_->slot_bytes();
+    std::unique_ptr<Plan> plan = a.coll == Coll::allreduce        ? allreduce_plan(a, shape_, slot)
+                                 : a.coll == Coll::reduce_scatter ? reduce_scatter_plan(a, shape_, slot)
+                                                                  : allgather_plan(a, shape_, slot);
+    // pg_mem_alloc buffers are read in place by the node's other ranks.
+    const std::size_t block = a.count * plan->esize, all = block * static_cast<std::size_t>(shape_.size);
+    plan->send_spot = memory_->find(a.send, a.coll == Coll::reduce_scatter ? all : block);
+    plan->recv_spot = memory_->find(a.recv, a.coll == Coll::allgather ? all : block);
+    return schedule_->start(std::move(plan));
+  }
+
+  Settings settings_;
+  Shape shape_;
+  bool irregular_ = false;
+  const Memory *memory_ = nullptr;
+  std::unique_ptr<Instance> flat_, node_, rail_;
+  // Declared after the instances they use, so destroyed before them.
+  std::unique_ptr<ShmTransport> transport_;
+  std::unique_ptr<Schedule> schedule_;
+};
+
+}  // namespace
+
+BackendEntry entry() {
+  BackendEntry e;
+  e.name = "fairring";
+  e.devices = PG_DEVICE_CPU;
+  e.read_settings = Settings::read;
+  e.make = [](const MakeArgs &args, std::unique_ptr<Backend> *out) -> pg_status {
+    auto backend = std::make_unique<FairringBackend>();
+    PG_CHECK(backend->init(args));
+    *out = std::move(backend);
+    return PG_OK;
+  };
+  return e;
+}
+
+}  // namespace pg::fairring

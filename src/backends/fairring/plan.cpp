@@ -1,0 +1,14 @@
+#include "backends/fairring/plan.h"
+
+#include "core/dtype.h"
+
+namespace pg::fairring {
+
+Plan::Plan(const CollArgs &a, const Shape &s) : args(a), shape(s), esize(dtype_size(a.dtype)) {}
+
+std::size_t Plan::slice_count(std::size_t k) const {
+  const std::size_t begin = slice_begin(k);
+  return args.count - begin < slice_len ? args.count - begin : slice_len;
+}
+
+}  // namespace pg::fairring

@@ -1,0 +1,151 @@
+#include "backends/fairring/schedule.h"
+
+#include <sched.h>
+
+#include <algorithm>
+
+#include "core/status.h"
+
+namespace pg::fairring {
+namespace {
+
+// A hint to the core that this thread is spinning.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+// One started operation: how far each of its slices has got.
+class Schedule::Operation final : public Request {
+ public:
+  Operation(Schedule &schedule, std::unique_ptr<Plan> plan) : schedule_(schedule), plan_(std::move(plan)) {}
+  ~Operation() override {
+    std::lock_guard<std::mutex> lock(schedule_.mutex_);
+    auto &active = schedule_.active_;
+    active.erase(std::remove(active.begin(), active.end(), this), active.end());
+  }
+
+  pg_status test(bool *done) override {
+    bool moved = false;
+    return step(done, &moved);
+  }
+
+  // Spins briefly while nothing moves, then yields the core: ranks that wait
+  // for a peer on an oversubscribed node must let it run.
+  pg_status wait() override {
+    int idle = 0;
+    while (true) {
+      bool done = false, moved = false;
+      pg_status st = step(&done, &moved);
+      if (done) return st;
+      if (moved) idle = 0;
+      else if (++idle < 100) cpu_relax();
+      else sched_yield();
+    }
+  }
+
+ private:
+  friend class Schedule;
+
+  struct OnRail {
+    std::size_t k;
+    char *shard;
+    std::unique_ptr<Request> request;  // empty when the rail step was done at once
+  };
+
+  pg_status step(bool *done, bool *moved) {
+    std::lock_guard<std::mutex> lock(schedule_.mutex_);
+    if (!finished_) schedule_.progress(moved);
+    *done = finished_;
+    return status_;
+  }
+
+  bool complete() const { return gathered_ == plan_->slices; }
+
+  Schedule &schedule_;
+  std::unique_ptr<Plan> plan_;
+  // Slices that have passed each step: published >= reduced >= on rails' end >= gathered.
+  std::size_t published_ = 0, reduced_ = 0, finished_rails_ = 0, gathered_ = 0;
+  std::deque<OnRail> rails_;
+  bool finished_ = false;
+  pg_status status_ = PG_OK;
+};
+
+std::unique_ptr<Request> Schedule::start(std::unique_ptr<Plan> plan) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  plan->first_tick = next_tick_;
+  next_tick_ += plan->slices;
+  auto op = std::make_unique<Operation>(*this, std::move(plan));
+  if (op->plan_->slices == 0) op->finished_ = true;
+  else active_.push_back(op.get());
+  return op;
+}
+
+void Schedule::progress(bool *moved) {
+  // first[s]: every older operation has taken all its slices through step s,
+  // so this one may take its slices through it (the transport's counters
+  // count slices in node order).
+  bool first[4] = {true, true, true, true};
+  for (Operation *op : active_) advance(*op, first, moved);
+  for (auto it = active_.begin(); it != active_.end();) {
+    Operation *op = *it;
+    if (op->status_ != PG_OK || (op->complete() && node_.released(*op->plan_))) {
+      op->finished_ = true;
+      it = active_.erase(it);
+      *moved = true;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Schedule::advance(Operation &op, bool first[4], bool *moved) {
+  Plan &plan = *op.plan_;
+  const std::size_t n = plan.slices;
+  if (op.status_ == PG_OK) {
+    while (first[0] && op.published_ < n && node_.publish(plan, op.published_)) {
+      ++op.published_;
+      *moved = true;
+    }
+    char *shard = nullptr;
+    while (first[1] && op.reduced_ < op.published_ && on_rails_ < inflight_ &&
+           node_.reduce(plan, op.reduced_, &shard)) {
+      const std::size_t k = op.reduced_++;
+      std::unique_ptr<Request> request;
+      op.status_ = plan.rail_step(k, shard, rail_, &request);
+      if (op.status_ != PG_OK) break;
+      if (request) ++on_rails_;
+      op.rails_.push_back({k, shard, std::move(request)});
+      *moved = true;
+    }
+    while (first[2] && op.status_ == PG_OK && !op.rails_.empty()) {
+      Operation::OnRail &front = op.rails_.front();
+      if (front.request) {
+        bool done = false;
+        op.status_ = front.request->test(&done);
+        if (op.status_ != PG_OK || !done) break;
+        --on_rails_;
+      }
+      plan.finish(front.k, front.shard);
+      node_.finished(plan, front.k);
+      ++op.finished_rails_;
+      op.rails_.pop_front();
+      *moved = true;
+    }
+    while (first[3] && op.gathered_ < op.finished_rails_ && node_.gather(plan, op.gathered_)) {
+      ++op.gathered_;
+      *moved = true;
+    }
+  }
+  first[0] = first[0] && op.published_ == n;
+  first[1] = first[1] && op.reduced_ == n;
+  first[2] = first[2] && op.finished_rails_ == n;
+  first[3] = first[3] && op.gathered_ == n;
+}
+
+}  // namespace pg::fairring

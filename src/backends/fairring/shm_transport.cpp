@@ -1,0 +1,186 @@
+#include "backends/fairring/shm_transport.h"
+
+#include <cstring>
+#include <new>
+
+#include "core/reduce.h"
+#include "core/runtime.h"
+#include "core/status.h"
+
+namespace pg::fairring {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+constexpr std::int64_t kInSlot = -1;
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, const Memory *memory,
+                               std::unique_ptr<ShmTransport> *out) {
+  static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "counters are shared between processes");
+  std::unique_ptr<ShmTransport> t(new ShmTransport());
+  t->slots_ = slots;
+  t->slot_bytes_ = round_up(slot_bytes, 64);
+  t->memory_ = memory;
+  MPI_Comm_rank(node_comm, &t->local_);
+  MPI_Comm_size(node_comm, &t->local_size_);
+  const std::size_t w = static_cast<std::size_t>(slots);
+  const std::size_t sources_at = sizeof(Counters);
+  const std::size_t slots_at = round_up(sources_at + 2 * w * sizeof(Source), kPage);
+  const std::size_t bytes = slots_at + 2 * w * t->slot_bytes_;
+
+  MPI_Info info;
+  PG_MPI_CHECK(MPI_Info_create(&info));
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  char *base = nullptr;
+  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node_comm, &base, &t->win_);
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) return mpi_failure(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
+
+  t->parts_.resize(static_cast<std::size_t>(t->local_size_));
+  for (int p = 0; p < t->local_size_; ++p) {
+    MPI_Aint size = 0;
+    int disp = 0;
+    char *at = nullptr;
+    PG_MPI_CHECK(MPI_Win_shared_query(t->win_, p, &size, &disp, &at));
+    Part &part = t->parts_[static_cast<std::size_t>(p)];
+    part.counters = reinterpret_cast<Counters *>(at);
+    part.inputs = reinterpret_cast<Source *>(at + sources_at);
+    part.results = part.inputs + w;
+    part.input_slots = at + slots_at;
+    part.result_slots = part.input_slots + w * t->slot_bytes_;
+  }
+  new (base) Counters();  // this rank's own counters, before any peer reads them
+  PG_MPI_CHECK(MPI_Barrier(node_comm));
+  *out = std::move(t);
+  return PG_OK;
+}
+
+ShmTransport::~ShmTransport() {
+  if (win_ != MPI_WIN_NULL && runtime::mpi_alive()) MPI_Win_free(&win_);
+}
+
+bool ShmTransport::all_past(Counter Counters::*which, std::uint64_t tick, bool self) const {
+  for (int p = 0; p < local_size_; ++p)
+    if ((p != local_ || self) &&
+        (parts_[static_cast<std::size_t>(p)].counters->*which).value.load(std::memory_order_acquire) <= tick)
+      return false;
+  return true;
+}
+
+char *ShmTransport::input_slot(int p, std::uint64_t tick) const {
+  return parts_[static_cast<std::size_t>(p)].input_slots + (tick % slots_) * slot_bytes_;
+}
+
+char *ShmTransport::result_slot(int p, std::uint64_t tick) const {
+  return parts_[static_cast<std::size_t>(p)].result_slots + (tick % slots_) * slot_bytes_;
+}
+
+const char *ShmTransport::peer_data(int p, const Source &source, char *slot, std::size_t element_offset,
+                                    std::size_t esize) const {
+  if (source.id == kInSlot) return slot;
+  SharedSpot spot{static_cast<int>(source.id), source.offset + element_offset * esize};
+  return memory_->address(spot, p);
+}
+
+bool ShmTransport::publish(const Plan &plan, std::size_t k) {
+  const std::uint64_t tick = plan.first_tick + k;
+  Part &me = parts_[static_cast<std::size_t>(local_)];
+  if (plan.reduces()) {
+    // The slot's previous slice must have been read by every peer.
+    if (tick >= static_cast<std::uint64_t>(slots_) && !all_past(&Counters::reduced, tick - slots_, false))
+      return false;
+    Source &source = me.inputs[tick % slots_];
+    if (plan.send_spot.id >= 0) {
+      source = {plan.send_spot.id, plan.send_spot.offset};  // peers read the buffer itself
+    } else {
+      source = {kInSlot, 0};
+      // Only what peers read: every shard but this rank's own.
+      char *slot = input_slot(local_, tick);
+      for (int q = 0; q < local_size_; ++q) {
+        if (q == local_) continue;
+        const std::size_t len = plan.piece_len(k, q), bytes = len * plan.esize;
+        char *to = slot + plan.shard_offset(k, q) * plan.esize;
+        for (std::size_t j = 0; j < plan.pieces(); ++j)
+          std::memcpy(to + j * bytes, plan.send() + plan.piece_offset(k, q, j) * plan.esize, bytes);
+      }
+    }
+  }
+  me.counters->ready.value.store(tick + 1, std::memory_order_release);
+  return true;
+}
+
+bool ShmTransport::reduce(const Plan &plan, std::size_t k, char **shard) {
+  const std::uint64_t tick = plan.first_tick + k;
+  if (plan.reduces() && !all_past(&Counters::ready, tick, false)) return false;
+  // The slot's previous slice (and its description) must have been gathered by
+  // every rank, this one included.
+  if (tick >= static_cast<std::uint64_t>(slots_) && !all_past(&Counters::gathered, tick - slots_, true))
+    return false;
+  Part &me = parts_[static_cast<std::size_t>(local_)];
+  char *in_place = plan.result_in_place(k);
+  *shard = in_place ? in_place : result_slot(local_, tick);
+  me.results[tick % slots_] =
+      in_place && plan.recv_spot.id >= 0 ? Source{plan.recv_spot.id, plan.recv_spot.offset} : Source{kInSlot, 0};
+  if (plan.reduces()) {
+    const std::size_t len = plan.piece_len(k, local_), bytes = len * plan.esize;
+    const std::size_t packed = plan.shard_offset(k, local_);
+    for (std::size_t j = 0; j < plan.pieces() && len > 0; ++j) {
+      char *out = *shard + j * bytes;
+      const std::size_t at = plan.piece_offset(k, local_, j);
+      const char *mine = plan.send() + at * plan.esize;
+      if (local_size_ == 1) {
+        if (out != mine) std::memcpy(out, mine, bytes);
+        continue;
+      }
+      // This rank's own contribution first, then the peers' in node order after it.
+      for (int i = 1; i < local_size_; ++i) {
+        const int p = (local_ + i) % local_size_;
+        const Part &peer = parts_[static_cast<std::size_t>(p)];
+        const Source &source = peer.inputs[tick % slots_];
+        const char *theirs = source.id == kInSlot ? input_slot(p, tick) + (packed + j * len) * plan.esize
+                                                  : peer_data(p, source, nullptr, at, plan.esize);
+        if (i == 1)
+          reduce_into(plan.args.dtype, plan.combine_op(), out, mine, theirs, len);
+        else
+          reduce_local(plan.args.dtype, plan.combine_op(), out, theirs, len);
+      }
+    }
+  }
+  me.counters->reduced.value.store(tick + 1, std::memory_order_release);
+  return true;
+}
+
+void ShmTransport::finished(const Plan &plan, std::size_t k) {
+  parts_[static_cast<std::size_t>(local_)].counters->done.value.store(plan.first_tick + k + 1,
+                                                                       std::memory_order_release);
+}
+
+bool ShmTransport::gather(const Plan &plan, std::size_t k) {
+  const std::uint64_t tick = plan.first_tick + k;
+  if (plan.gathers()) {
+    if (!all_past(&Counters::done, tick, false)) return false;
+    for (int p = 0; p < local_size_; ++p) {
+      const std::size_t len = plan.piece_len(k, p), bytes = len * plan.esize;
+      const Source &source = parts_[static_cast<std::size_t>(p)].results[tick % slots_];
+      const char *from = peer_data(p, source, result_slot(p, tick), plan.piece_offset(k, p, 0), plan.esize);
+      for (std::size_t j = 0; j < plan.pieces() && len > 0; ++j) {
+        char *to = plan.recv() + plan.piece_offset(k, p, j) * plan.esize;
+        if (to != from + j * bytes) std::memcpy(to, from + j * bytes, bytes);
+      }
+    }
+  }
+  parts_[static_cast<std::size_t>(local_)].counters->gathered.value.store(tick + 1, std::memory_order_release);
+  return true;
+}
+
+bool ShmTransport::released(const Plan &plan) {
+  const std::uint64_t last = plan.first_tick + plan.slices - 1;
+  if (plan.send_spot.id >= 0 && plan.reduces() && !all_past(&Counters::reduced, last, false)) return false;
+  if (plan.recv_spot.id >= 0 && plan.gathers() && !all_past(&Counters::gathered, last, false)) return false;
+  return true;
+}
+
+}  // namespace pg::fairring

@@ -1,0 +1,80 @@
+// The CPU node transport: one MPI-3 shared window on the node communicator.
+// Each rank's part holds its counters, slot descriptions and 2 x W slots (W =
+// PGS_FAIRRING_INFLIGHT): W for packed contributions, W for final shards. Peers
+// read each other's slots, and pg_mem_alloc buffers, in place.
+//
+// Synchronisation is by four counters per rank, each on its own cache line and
+// written only by its rank (release) and read by its peers (acquire); counter c
+// of rank p > t means p has passed step c of the node's slice t:
+//   ready     its contribution to t is visible (its slot, or its own buffer)
+//   reduced   it has read every peer's contribution to t
+//   done      its final shard of t is visible
+//   gathered  it has read every peer's final shard of t
+// Slot t % W is reused for slice t only once every rank that reads it has passed t - W.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backends/fairring/node_transport.h"
+
+namespace pg::fairring {
+
+class ShmTransport final : public NodeTransport {
+ public:
+  // Collective over node_comm. `memory`: the strategy's pg_mem_alloc buffers.
+  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, const Memory *memory,
+                          std::unique_ptr<ShmTransport> *out);
+  ~ShmTransport() override;  // collective over the node, like create
+
+  std::size_t slot_bytes() const override { return slot_bytes_; }
+  bool publish(const Plan &plan, std::size_t k) override;
+  bool reduce(const Plan &plan, std::size_t k, char **shard) override;
+  void finished(const Plan &plan, std::size_t k) override;
+  bool gather(const Plan &plan, std::size_t k) override;
+  bool released(const Plan &plan) override;
+
+ private:
+  struct alignas(64) Counter {
+    std::atomic<std::uint64_t> value{0};
+  };
+  struct Counters {
+    Counter ready, reduced, done, gathered;
+  };
+  // Where the data of one slot's slice is: in the rank's slot (id -1), or in a
+  // pg_mem_alloc buffer of the rank (its allocation id and the buffer's offset).
+  struct Source {
+    std::int64_t id;
+    std::uint64_t offset;
+  };
+  // One rank's part of the window, in this process's address space.
+  struct Part {
+    Counters *counters = nullptr;
+    Source *inputs = nullptr;   // [W]: where the contributions of the slot's slice are
+    Source *results = nullptr;  // [W]: where the final shards of the slot's slice are
+    char *input_slots = nullptr;
+    char *result_slots = nullptr;
+  };
+
+  ShmTransport() = default;
+  // Whether every other rank (and this one, with `self`) has passed `which` of slice `tick`.
+  bool all_past(Counter Counters::*which, std::uint64_t tick, bool self) const;
+  char *input_slot(int p, std::uint64_t tick) const;
+  char *result_slot(int p, std::uint64_t tick) const;
+  // Where peer p's data for slot `tick` begins (a slot, or p's own buffer).
+  const char *peer_data(int p, const Source &source, char *slot, std::size_t element_offset,
+                        std::size_t esize) const;
+
+  MPI_Win win_ = MPI_WIN_NULL;
+  int local_ = 0, local_size_ = 1;
+  int slots_ = 1;
+  std::size_t slot_bytes_ = 0;
+  std::vector<Part> parts_;
+  const Memory *memory_ = nullptr;
+};
+
+}  // namespace pg::fairring
