@@ -178,10 +178,25 @@ PG_API pg_status pg_strategy_set_stream(pg_strategy *s, void *cuda_stream);
 /** @} */
 
 /** @defgroup memory Communication buffers (collective)
- * CPU: memory that backends able to use it take without copying (plain memory
- * for the mpi backend); CUDA: device memory. Free with the same strategy.
  * @{ */
+
+/** Allocate a communication buffer of `bytes` (sizes may differ between ranks).
+ * Collective over the strategy: every rank calls it, in the same order, and
+ * every rank returns the same status (PG_ERR_NO_MEMORY when any rank could not
+ * allocate; then no rank keeps memory).
+ *
+ * CUDA: device memory on the strategy's GPU.
+ * CPU: memory in an MPI-3 shared window of the node (the ranks of the node
+ * allocate together). Any backend can use it like any memory; the fairring
+ * backend reads other ranks' buffers in it in place, so collectives whose send
+ * and receive buffers lie in such memory skip the copy into shared memory and
+ * the final copy out of it (about 1.5x the bandwidth on large allreduces).
+ * Use it for buffers reused across many large collectives (gradient buckets,
+ * halo exchange buffers); a window per call costs a collective. Node-wide
+ * shared memory (/dev/shm on Linux) bounds what a node can allocate. */
 PG_API pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr);
+/** Free a buffer from pg_mem_alloc on this strategy (collective, like the
+ * allocation; NULL is fine). pg_strategy_destroy frees what is left. */
 PG_API pg_status pg_mem_free(pg_strategy *s, void *ptr);
 /** @} */
 

@@ -13,7 +13,7 @@ class Settings final : public BackendSettings {
  public:
   std::size_t slice_bytes = std::size_t(256) << 10;  // PGS_FAIRRING_SLICE_BYTES
   int inflight = 4;                                  // PGS_FAIRRING_INFLIGHT
-  std::size_t min_bytes = std::size_t(64) << 10;     // PGS_FAIRRING_MIN_BYTES
+  std::size_t min_bytes = std::size_t(32) << 10;     // PGS_FAIRRING_MIN_BYTES
 
   std::string schedule() const override;
   static pg_status read(std::shared_ptr<const BackendSettings> *out);
