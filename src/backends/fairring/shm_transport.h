@@ -65,6 +65,9 @@ class ShmTransport final : public NodeTransport {
   bool all_past(Counter Counters::*which, std::uint64_t tick, bool self) const;
   char *input_slot(int p, std::uint64_t tick) const;
   char *result_slot(int p, std::uint64_t tick) const;
+  // Local rank p's final shard of slice k into this rank's receive buffer.
+  void copy_shard(const Plan &plan, std::size_t k, int p, bool stream) const;
+  static bool streams(const Plan &plan);
   // Where peer p's data for slot `tick` begins (a slot, or p's own buffer).
   const char *peer_data(int p, const Source &source, char *slot, std::size_t element_offset,
                         std::size_t esize) const;

