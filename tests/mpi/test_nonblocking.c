@@ -1,6 +1,8 @@
 /* Nonblocking twins: results, ordering with blocking calls, pg_work_wait's
  * timeout (the work stays valid), pg_work_free on unfinished work, and a
  * backend without native nonblocking entries (progress thread). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
 #include <string.h>
 
 #include "pg_backend.h"
@@ -140,6 +142,11 @@ int main(int argc, char **argv) {
   PG_CHECK_STATUS(pg_backend_register(&ops), PG_OK);
   check_backend("mpi");
   check_backend("plain");
+  /* fairring's own nonblocking path (its schedule) at every size: no flat
+   * threshold, and slices small enough that every call takes several. */
+  setenv("PGS_FAIRRING_MIN_BYTES", "0", 1);
+  setenv("PGS_FAIRRING_SLICE_BYTES", "256", 1);
+  check_backend("fairring");
   int failed = pg_test_verdict(MPI_COMM_WORLD, "test_nonblocking");
   MPI_Finalize();
   return failed;

@@ -1,7 +1,9 @@
-/* PGS_TIMEOUT: rank 0 enters a barrier the others never join; the watchdog
+/* PGS_TIMEOUT: rank 0 enters a collective the others never join; the watchdog
  * reports it and aborts the job. CTest passes on the report, which only the
  * watchdog prints; without it the test hangs into CTest's TIMEOUT and fails.
- *   test_watchdog [funneled]   below MPI_THREAD_MULTIPLE the caller polls */
+ *   test_watchdog [multiple|funneled] [barrier|allreduce]
+ * funneled: below MPI_THREAD_MULTIPLE the caller polls. allreduce: 1 Mi floats,
+ * so a hierarchical backend hangs in its own schedule rather than in MPI. */
 #include <string.h>
 #include <unistd.h>
 
@@ -14,7 +16,13 @@ int main(int argc, char **argv) {
   pg_strategy *s = NULL;
   if (pg_strategy_create("cpu", NULL, &s) != PG_OK) return 1;
   if (pg_strategy_rank(s) == 0) {
-    pg_barrier(s);  /* never completes */
+    /* never completes */
+    if (argc > 2 && strcmp(argv[2], "allreduce") == 0) {
+      static float data[1 << 20];
+      pg_allreduce(s, data, data, 1 << 20, PG_FLOAT32, PG_SUM);
+    } else {
+      pg_barrier(s);
+    }
   } else {
     sleep(60);  /* the watchdog on rank 0 ends the job long before */
   }
