@@ -262,9 +262,9 @@ pg_status describe_strategy(const pg_strategy *s, std::string *out) {
   }
   if (!delegated.empty())
     d += ", delegated to '" + std::string(default_backend(s->device)) + "': " + delegated;
+  if (!s->placement.empty()) d += ", " + s->placement;
   const std::string plan = s->primary ? s->primary->backend->describe() : std::string();
   if (!plan.empty()) d += "; " + plan;
-  if (!s->placement.empty()) d += ", " + s->placement;
   if (s->health.poisoned()) d += ", unusable after: " + s->health.reason();
   *out = d;
   return PG_OK;

@@ -41,7 +41,6 @@ class FairringBackend final : public Backend {
     PG_CHECK(learn_shape(c));
     // The sub-instances run the device default (mpi) on the whole communicator,
     // the node and the rail, through the library's own factory.
-    InstanceEnv env = args.env;
     topology::Layout whole;
     whole.node_comm = c.node_comm;
     whole.rail_comm = c.rail_comm;
@@ -50,9 +49,9 @@ class FairringBackend final : public Backend {
     whole.node_rank = c.node_rank;
     whole.node_count = c.node_count;
     whole.irregular = irregular_;
-    PG_CHECK(make_instance("mpi", c.comm, whole, env, &flat_));
-    PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), env, &node_));
-    PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), env, &rail_));
+    PG_CHECK(make_instance("mpi", c.comm, whole, args.env, &flat_));
+    PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), args.env, &node_));
+    PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), args.env, &rail_));
     if (!irregular_ && shape_.local_size > 1) {
       // A slot holds a slice, or a whole rank's share of one element per block.
       const std::size_t slot = std::max<std::size_t>(settings_.slice_bytes, 8 * static_cast<std::size_t>(c.size));
@@ -86,18 +85,19 @@ class FairringBackend final : public Backend {
   }
 
   std::string describe() const override {
-    std::string d = "fairring plan: " + std::to_string(shape_.nodes) + " node" + (shape_.nodes == 1 ? "" : "s");
-    if (irregular_) d += " with different numbers of ranks (irregular)";
-    else d += " x " + std::to_string(shape_.local_size) + " rank" + (shape_.local_size == 1 ? "" : "s") + " per node";
-    d += ", " + std::to_string(irregular_ ? 1 : shape_.local_size) + " rail" +
-         (shape_.local_size == 1 || irregular_ ? "" : "s") + " of " + std::to_string(shape_.nodes) +
-         ", slices of " + bytes_text(settings_.slice_bytes) + ", " + std::to_string(settings_.inflight) +
+    const std::string nodes = std::to_string(shape_.nodes) + " node" + (shape_.nodes == 1 ? "" : "s");
+    std::string d = "fairring plan: ";
+    if (irregular_)
+      d += nodes + " with different numbers of ranks (irregular: allreduce over the nodes' first ranks)";
+    else
+      d += nodes + " x " + std::to_string(shape_.local_size) + " ranks per node, " +
+           std::to_string(shape_.local_size) + " rails of " + std::to_string(shape_.nodes);
+    d += ", slices of " + bytes_text(settings_.slice_bytes) + ", " + std::to_string(settings_.inflight) +
          " in flight, shared memory in the node; allreduce: ";
     const Algorithm big = irregular_ ? Algorithm::leaders
                           : shape_.local_size > 1 ? Algorithm::hierarchical : Algorithm::flat;
-    if (big == Algorithm::flat) d += "flat at every size";
-    else d += std::string("flat below ") + bytes_text(settings_.min_bytes) + ", " + info(big).name + " from there";
-    return d;
+    if (big == Algorithm::flat) return d + "flat at every size (one rank per node)";
+    return d + "flat below " + bytes_text(settings_.min_bytes) + ", " + info(big).name + " from there";
   }
 
  private:
