@@ -63,8 +63,17 @@ extern "C" {
 typedef struct pg_strategy pg_strategy;
 typedef struct pg_work pg_work;
 
+/* In C++ the enums have int as their underlying type, so that any int a caller
+ * passes (a bad value from C or Fortran included) is a value of the type and
+ * is rejected by validation, not undefined behaviour. */
+#ifdef __cplusplus
+#define PG_ENUM_INT : int
+#else
+#define PG_ENUM_INT
+#endif
+
 /** Status codes. The values never change. */
-typedef enum pg_status {
+typedef enum pg_status PG_ENUM_INT {
   PG_OK = 0,
   PG_ERR_INVALID_ARGUMENT = 1, /* bad pointer, count, root, dtype, op, device string */
   PG_ERR_UNKNOWN_BACKEND = 2,  /* no backend of that name registered or found as a plugin */
@@ -79,7 +88,7 @@ typedef enum pg_status {
   PG_ERR_INTERNAL = 11
 } pg_status;
 
-typedef enum pg_dtype {
+typedef enum pg_dtype PG_ENUM_INT {
   PG_INT8, PG_UINT8, PG_INT32, PG_UINT32, PG_INT64, PG_UINT64,
   PG_FLOAT16, PG_BFLOAT16, PG_FLOAT32, PG_FLOAT64
 } pg_dtype;
@@ -88,7 +97,7 @@ typedef enum pg_dtype {
  * PG_BXOR for integer types only; other pairs are PG_ERR_UNSUPPORTED.
  * fp16/bf16 combine each pair in float and round to the type, so every rank gets
  * bit-identical results whatever the backend. */
-typedef enum pg_op { PG_SUM, PG_PROD, PG_MIN, PG_MAX, PG_AVG, PG_BAND, PG_BOR, PG_BXOR } pg_op;
+typedef enum pg_op PG_ENUM_INT { PG_SUM, PG_PROD, PG_MIN, PG_MAX, PG_AVG, PG_BAND, PG_BOR, PG_BXOR } pg_op;
 
 /** @defgroup info Library information (local, thread-safe)
  * @{ */
@@ -260,6 +269,11 @@ PG_API pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcou
  * run after the works started before them. Backends without native nonblocking
  * entries run on a per-strategy progress thread when MPI's thread level is
  * MPI_THREAD_MULTIPLE; below it the call completes before returning.
+ * A nonblocking call does not match its blocking twin (as in MPI): every rank
+ * must make the same call. With PGS_DEBUG=detail a rank that makes the other
+ * one fails every rank with PG_ERR_MISMATCH instead of deadlocking.
+ * Using a work after pg_work_free, or a strategy after pg_strategy_destroy,
+ * is undefined (as for MPI's handles).
  * @{ */
 PG_API pg_status pg_iallreduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
                                pg_dtype dtype, pg_op op, pg_work **work);
@@ -283,9 +297,11 @@ PG_API pg_status pg_isend(pg_strategy *s, const void *buf, size_t count, pg_dtyp
 PG_API pg_status pg_irecv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer,
                           int tag, pg_work **work);
 
-/** Wait for a work. timeout_seconds < 0 waits forever. PG_ERR_TIMEOUT when the
+/** Wait for a work. timeout_seconds < 0, infinite, or above 1e9 (about 31
+ * years) waits forever; NaN is PG_ERR_INVALID_ARGUMENT. PG_ERR_TIMEOUT when the
  * time runs out: the work stays valid, wait again. Otherwise the work's own
- * status (PG_OK, or the failure of the operation). */
+ * status (PG_OK, or the failure of the operation). After MPI_Finalize a work
+ * that had not finished returns PG_ERR_STATE: it can no longer finish. */
 PG_API pg_status pg_work_wait(pg_work *w, double timeout_seconds);
 
 /** *done = 1 when finished (then the status is the work's own), else 0 and PG_OK. */

@@ -1,5 +1,6 @@
 // Every extern "C" entry of pg_strategy.h and pg_backend.h. Each one checks
 // its arguments and catches every exception: nothing crosses the C ABI.
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -156,6 +157,8 @@ pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **ou
     if (!s) return null_handle("pg_strategy_split");
     if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_strategy_split: out is NULL");
     *out = nullptr;
+    if (pg::runtime::finalizing())
+      return pg::fail(PG_ERR_STATE, "pg_strategy_split: MPI has been finalized");
     if (s->health.poisoned())
       return pg::fail(PG_ERR_STATE, "pg_strategy_split: the strategy is unusable after an earlier failure (%s)",
                       s->health.reason().c_str());
@@ -327,6 +330,10 @@ pg_status pg_irecv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int 
 pg_status pg_work_wait(pg_work *w, double timeout_seconds) {
   return guarded("pg_work_wait", [&] {
     if (!w) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_work_wait: the work is NULL");
+    if (std::isnan(timeout_seconds))
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_work_wait: the timeout is NaN; expected seconds, or < 0 to wait forever");
+    // Beyond any real wait (and beyond what a clock can add without overflow): forever.
+    if (timeout_seconds > 1e9) timeout_seconds = -1;
     return pg::work_wait(w, timeout_seconds);
   });
 }

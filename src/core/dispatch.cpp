@@ -35,10 +35,11 @@ pg_status poison_on_failure(pg_strategy *s, pg_status st) {
   return st;
 }
 
-// What every rank must agree on: the collective, its sequence number, and the
+// What every rank must agree on: the collective (a nonblocking twin, which does
+// not match the blocking call, is named as such), its sequence number, and the
 // arguments that shape it (op only for reductions, root only for rooted ones).
-std::string fingerprint(const pg_strategy *s, const CollArgs &a) {
-  std::string text = std::string(coll_name(a.coll)) + " #" + std::to_string(s->sequence);
+std::string fingerprint(const pg_strategy *s, const CollArgs &a, bool nonblocking) {
+  std::string text = std::string(nonblocking ? "i" : "") + coll_name(a.coll) + " #" + std::to_string(s->sequence);
   if (a.coll == Coll::barrier) return text;
   text += " count=" + std::to_string(a.count) + " dtype=" + dtype_name(a.dtype);
   if (is_reduction(a.coll)) text += std::string(" op=") + op_name(a.op);
@@ -49,14 +50,14 @@ std::string fingerprint(const pg_strategy *s, const CollArgs &a) {
 // The common entry checks of run and start. With PGS_DEBUG=detail every rank
 // compares what it was asked to run before a collective; a mismatch, or a bad
 // argument on any rank, fails every rank.
-pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local) {
+pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local, bool nonblocking) {
   PG_CHECK(check_usable(s));
   if (is_point_to_point(a.coll)) return local;
   ++s->sequence;
   if (!s->settings.debug_detail) return local;
   watchdog::Scope watched(s, a.coll);  // a rank that never arrives hangs the check itself
   const std::string local_message = local == PG_OK ? std::string() : last_error();
-  PG_CHECK(agree_same(s->comm, fingerprint(s, a), "the collective (PGS_DEBUG=detail)"));
+  PG_CHECK(agree_same(s->comm, fingerprint(s, a, nonblocking), "the collective (PGS_DEBUG=detail)"));
   return agree(s->comm, local, local_message);
 }
 
@@ -179,7 +180,7 @@ void complete(pg_work *w, pg_status st, const std::string &error) {
 }
 
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
-  PG_CHECK(enter(s, args, local));
+  PG_CHECK(enter(s, args, local, false));
   if (trivial(args)) return PG_OK;
   s->progress.drain();  // blocking calls run after the work started before them
   return execute(s, args);
@@ -187,7 +188,7 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
 
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out) {
   *out = nullptr;
-  PG_CHECK(enter(s, args, local));
+  PG_CHECK(enter(s, args, local, true));
   auto w = std::make_unique<pg_work>();
   w->strategy = s;
   if (trivial(args)) {
@@ -246,6 +247,11 @@ pg_status poll_native(pg_work *w, double timeout_s, bool *done) {
 // Brings w up to date without waiting; true when it has finished.
 bool settle(pg_work *w, double timeout_s) {
   if (w->native) {
+    if (!w->finished && runtime::finalizing()) {
+      // MPI may not be called any more: the request is given up, not tested.
+      static_cast<void>(w->native.release());
+      complete(w, PG_ERR_STATE, "MPI was finalized before this work finished; it can no longer finish");
+    }
     if (!w->finished) {
       bool done = false;
       pg_status st = poll_native(w, timeout_s, &done);

@@ -20,7 +20,8 @@ const char *env(const char *var) {
 namespace {
 
 pg_status bad(const char *var, const char *value, const char *expected) {
-  return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: expected %s", var, value, expected);
+  return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: expected %s", var,
+              text::printable(value).c_str(), expected);
 }
 
 bool has_space(const char *value) {

@@ -40,7 +40,7 @@ pg_status find_backend(const std::string &name, const Device &device,
     return fail(PG_ERR_UNKNOWN_BACKEND,
                 "unknown backend '%s' for device '%s': not a valid name ([a-z0-9_]{1,63}); "
                 "registered: %s",
-                name.c_str(), device.kind().c_str(), text::join(registry::names(), ", ").c_str());
+                text::printable(name).c_str(), device.kind().c_str(), text::join(registry::names(), ", ").c_str());
   PG_CHECK(load_plugin(name, settings.plugin_path));
   *out = registry::find(name);
   if (!*out) return fail(PG_ERR_PLUGIN, "plugin for backend '%s' did not register it", name.c_str());

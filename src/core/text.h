@@ -51,4 +51,21 @@ bool parse_number(std::string_view text, T *out) {
   return true;
 }
 
+// `text` fit to quote in a one-line message: control characters (a newline
+// from a user's string) are shown escaped (\n, \t, \xNN), and very long text
+// is cut.
+inline std::string printable(std::string_view text) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : text.substr(0, 256)) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+    else out += c;
+  }
+  if (text.size() > 256) out += "...";
+  return out;
+}
+
 }  // namespace pg::text

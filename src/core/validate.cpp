@@ -26,6 +26,10 @@ struct Checker {
   pg_status buffer(const void *p, std::size_t bytes, const char *name) const {
     if (!p && bytes > 0)
       return fail(PG_ERR_INVALID_ARGUMENT, "%s: %s is NULL with count %zu", fn, name, a.count);
+    // No buffer can end past the address space (and the overlap checks below may add).
+    if (bytes > UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(p))
+      return fail(PG_ERR_INVALID_ARGUMENT, "%s: %s with count %zu of %s runs past the end of memory", fn,
+                  name, a.count, dtype_name(a.dtype));
     return PG_OK;
   }
 

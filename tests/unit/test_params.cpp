@@ -59,7 +59,8 @@ TEST(Params, IntegersSecondsLevels) {
   EXPECT_EQ(s, 0);
   EXPECT_EQ(parse_seconds("PGS_TIMEOUT", "1.5", &s), PG_OK);
   EXPECT_EQ(s, 1.5);
-  for (const char *bad : {"-1", "nan", "inf", "1s", " 1", "", "1e999"})
+  // Decimal only: hexadecimal (which strtod accepted) is refused too.
+  for (const char *bad : {"-1", "nan", "inf", "1s", " 1", "", "1e999", "0x10", "0x1p-3"})
     EXPECT_EQ(parse_seconds("PGS_TIMEOUT", bad, &s), PG_ERR_INVALID_ARGUMENT) << bad;
   LogLevel l;
   EXPECT_EQ(parse_log_level("PGS_LOG", "debug", &l), PG_OK);
