@@ -25,9 +25,9 @@ inline std::vector<std::string> split(std::string_view text, char sep) {
 
 inline std::string join(const std::vector<std::string> &items, std::string_view sep) {
   std::string out;
-  for (const std::string &item : items) {
-    if (!out.empty()) out += sep;
-    out += item;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
   }
   return out;
 }
