@@ -158,11 +158,11 @@ struct Launcher {
   std::vector<std::string> notes;        // launchers skipped, with the reason
 };
 
-// Reads the environment through `getenv` (std::getenv by default), first
-// present wins: Hydra (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID), Open MPI
-// (OMPI_COMM_WORLD_*), a Slurm step (SLURM_PROCID, ...), torchrun (RANK,
-// LOCAL_RANK, WORLD_SIZE). A launcher whose numeric variables do not parse is
-// skipped (noted in Launcher::notes, logged at debug by check_launcher).
+// Reads the environment through `getenv` (std::getenv by default): the first
+// launcher present of Hydra, Open MPI, a Slurm step and torchrun, with the
+// variables and rules of docs/topology.md ("The launcher"). A launcher whose
+// variables do not parse or do not describe a job is skipped (noted in
+// Launcher::notes, logged at debug by check_launcher).
 using EnvLookup = std::function<const char *(const char *)>;
 Launcher detect_launcher(const EnvLookup &getenv = nullptr);
 
