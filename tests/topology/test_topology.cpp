@@ -256,6 +256,11 @@ TEST(GpuChoice, FindByBusId) {
   EXPECT_EQ(topo::find_gpu_by_bus_id(m, "0000:9F:00.0"), nullptr);  // a NIC, not a GPU
   EXPECT_NE(topo::find_gpu_by_bus_id(m, "0000:94:00.0"), nullptr);
   EXPECT_EQ(topo::find_gpu_by_bus_id(m, "garbage"), nullptr);
+  EXPECT_EQ(topo::find_gpu_by_bus_id(m, ""), nullptr);
+  // hwloc answers the lookup: a Machine built by hand has no topology to ask.
+  topo::Machine by_hand;
+  by_hand.gpus = m.gpus;
+  EXPECT_EQ(topo::find_gpu_by_bus_id(by_hand, "0000:83:00.0"), nullptr);
 }
 
 // ---------------------------------------------------------------------------
