@@ -228,29 +228,29 @@ void assign_nearest_nics(Machine *m) {
   bool any_openfabrics = std::any_of(m->nics.begin(), m->nics.end(),
                                      [](const Nic &n) { return n.openfabrics; });
   std::vector<int> load(m->nics.size(), 0);
-  auto shares = [](const std::vector<unsigned long long> &a,
-                   const std::vector<unsigned long long> &b) {
-    for (auto x : a)
-      if (std::find(b.begin(), b.end(), x) != b.end()) return true;
-    return false;
+  using Bridges = std::vector<unsigned long long>;
+  auto contains = [](const Bridges &set, unsigned long long b) {
+    return std::find(set.begin(), set.end(), b) != set.end();
+  };
+  auto shares = [&](const Bridges &a, const Bridges &b) {
+    return std::any_of(a.begin(), a.end(), [&](unsigned long long x) { return contains(b, x); });
+  };
+  // A shared PCI-to-PCI bridge is a switch; a shared host bridge only the root.
+  auto switches = [&](const Bridges &bridges, const Bridges &host_bridges) {
+    Bridges out;
+    for (auto b : bridges)
+      if (!contains(host_bridges, b)) out.push_back(b);
+    return out;
   };
   for (Gpu &gpu : m->gpus) {
     gpu.nearest_nic = -1;
     gpu.nic_rule = NicRule::none;
     int best_hops = 0;
+    const Bridges gpu_switches = switches(gpu.bridges, gpu.host_bridges);
     for (std::size_t i = 0; i < m->nics.size(); ++i) {
       const Nic &nic = m->nics[i];
       if (any_openfabrics && !nic.openfabrics) continue;
-      // A shared PCI-to-PCI bridge is a switch; a shared host bridge only the root.
-      std::vector<unsigned long long> gpu_switches, nic_switches;
-      for (auto b : gpu.bridges)
-        if (std::find(gpu.host_bridges.begin(), gpu.host_bridges.end(), b) ==
-            gpu.host_bridges.end())
-          gpu_switches.push_back(b);
-      for (auto b : nic.bridges)
-        if (std::find(nic.host_bridges.begin(), nic.host_bridges.end(), b) ==
-            nic.host_bridges.end())
-          nic_switches.push_back(b);
+      const Bridges nic_switches = switches(nic.bridges, nic.host_bridges);
       NicRule rule = NicRule::other;
       if (shares(gpu_switches, nic_switches))
         rule = NicRule::same_switch;
@@ -262,8 +262,7 @@ void assign_nearest_nics(Machine *m) {
       // (a leaf switch beats the switch above it).
       int hops = static_cast<int>(gpu.bridges.size());
       for (std::size_t h = 0; h < gpu.bridges.size(); ++h)
-        if (std::find(nic.bridges.begin(), nic.bridges.end(), gpu.bridges[h]) !=
-            nic.bridges.end()) {
+        if (contains(nic.bridges, gpu.bridges[h])) {
           hops = static_cast<int>(h);
           break;
         }
