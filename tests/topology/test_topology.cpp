@@ -544,7 +544,8 @@ TEST(Launcher, MalformedVariablesSkipTheLauncher) {
   EXPECT_NE(l.notes[0].find("hydra"), std::string::npos) << l.notes[0];
   EXPECT_NE(l.notes[0].find("PMI_RANK='abc'"), std::string::npos) << l.notes[0];
 
-  for (const char *bad : {"-1", "-0", "+4", "4x", " 3", "0x4", "4.0", "2147483648", "99999999999"}) {
+  for (const char *bad :
+       {"-1", "-0", "+4", "4x", " 3", "0x4", "4.0", "2147483648", "99999999999"}) {
     auto vars = kOpenMpi;
     vars["OMPI_COMM_WORLD_SIZE"] = bad;
     EXPECT_NE(detect(vars).name, "openmpi") << "'" << bad << "'";
