@@ -80,43 +80,33 @@ pg_status apply_binding(const Machine &machine, const Binding &binding, std::str
                 : "kept the earlier binding to NUMA node " + std::to_string(g_bound_numa);
     return PG_OK;
   }
-  hwloc_topology_t topo = cached_topology("");
-  if (!topo) {
-    std::shared_ptr<const Machine> live;
-    PG_CHECK(load_machine("", &live));
-    topo = cached_topology("");
-  }
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  if (!set) return fail(PG_ERR_NO_MEMORY, "hwloc_bitmap_alloc failed");
-  pg_status status = PG_OK;
-  if (hwloc_bitmap_list_sscanf(set, binding.cpuset.c_str()) != 0) {
-    status = fail(PG_ERR_INTERNAL, "cannot parse the cpuset '%s' of NUMA node %d",
-                  binding.cpuset.c_str(), binding.numa);
-  } else if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
+  if (!machine.topology)
+    return fail(PG_ERR_INTERNAL, "cannot bind to NUMA node %d: the machine was not read by hwloc",
+                binding.numa);
+  hwloc_topology_t topo = machine.topology->topo;
+  hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(binding.numa));
+  if (!node) return fail(PG_ERR_INTERNAL, "NUMA node %d is not in the topology", binding.numa);
+  if (hwloc_set_cpubind(topo, node->cpuset, HWLOC_CPUBIND_PROCESS) != 0) {
     // The user asked for a binding the system refuses (cgroup, launcher's own
     // binding): say so and run unbound rather than fail the job.
     *note = std::string("not applied: hwloc_set_cpubind failed: ") + std::strerror(errno);
     PG_LOG(warn, "PGS_BIND=numa: binding to NUMA node %d (cpus %s) failed: %s",
         binding.numa, binding.cpuset.c_str(), std::strerror(errno));
-  } else {
-    g_bound_numa = binding.numa;
-    *note = "applied";
+    return PG_OK;
   }
-  hwloc_bitmap_free(set);
-  return status;
+  g_bound_numa = binding.numa;
+  *note = "applied";
+  return PG_OK;
 }
 
 std::string current_cpubind() {
-  hwloc_topology_t topo = cached_topology("");
-  if (!topo) {
-    std::shared_ptr<const Machine> live;
-    if (load_machine("", &live) != PG_OK) return "";
-    topo = cached_topology("");
-  }
+  std::shared_ptr<const Machine> live;
+  if (load_machine("", &live) != PG_OK) return "";
   hwloc_bitmap_t set = hwloc_bitmap_alloc();
   if (!set) return "";
   std::string out;
-  if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) out = bitmap_list(set);
+  if (hwloc_get_cpubind(live->topology->topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+    out = bitmap_list(set);
   hwloc_bitmap_free(set);
   return out;
 }

@@ -2,12 +2,13 @@
 // order, from hwloc's view plus CUDA_VISIBLE_DEVICES.
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "core/status.h"
 #include "core/log.h"
+#include "core/status.h"
+#include "core/text.h"
+#include "topology/hwloc_util.h"
 #include "topology/machine.h"
 
 namespace pg::topology {
@@ -19,23 +20,27 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool all_digits(const std::string &s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+// An entry of CUDA_VISIBLE_DEVICES without the blanks around it.
+std::string trimmed(const std::string &entry) {
+  const std::size_t first = entry.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return entry.substr(first, entry.find_last_not_of(" \t") - first + 1);
 }
 
-// "0000:07:00.0"; accepts "07:00.0" (domain 0) and any case; "" when malformed.
-std::string normalize_bus_id(const std::string &text) {
-  unsigned domain = 0, bus = 0, dev = 0, func = 0;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &dev, &func, &tail) == 4) {
-  } else if (std::sscanf(text.c_str(), "%x:%x.%x%c", &bus, &dev, &func, &tail) == 3) {
-    domain = 0;
-  } else {
-    return "";
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%01x", domain, bus, dev, func);
-  return buf;
+// The GPU an entry of CUDA_VISIBLE_DEVICES names among `all`: an index, or a
+// UUID ("GPU-" included) or a unique prefix of one; NULL when none.
+const Gpu *named_gpu(const std::vector<const Gpu *> &all, const std::string &entry) {
+  std::size_t index = 0;
+  if (text::parse_number(entry, &index)) return index < all.size() ? all[index] : nullptr;
+  if (entry.empty()) return nullptr;
+  const std::string want = lower(entry);
+  const Gpu *match = nullptr;
+  for (const Gpu *gpu : all)
+    if (!gpu->uuid.empty() && lower(gpu->uuid).compare(0, want.size(), want) == 0) {
+      if (match) return nullptr;  // ambiguous
+      match = gpu;
+    }
+  return match;
 }
 
 }  // namespace
@@ -46,36 +51,15 @@ std::vector<const Gpu *> visible_gpus(const Machine &machine, const char *cuda_v
   if (!cuda_visible) return all;
 
   std::vector<const Gpu *> out;
-  std::string list = cuda_visible;
-  std::size_t pos = 0;
-  while (pos <= list.size()) {
-    std::size_t comma = list.find(',', pos);
-    std::string token = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
-    token.erase(0, token.find_first_not_of(" \t"));
-    token.erase(token.find_last_not_of(" \t") + 1);
-
-    const Gpu *match = nullptr;
-    if (all_digits(token)) {
-      unsigned long index = std::strtoul(token.c_str(), nullptr, 10);
-      if (token.size() < 10 && index < all.size()) match = all[index];
-    } else if (!token.empty()) {
-      // A UUID or a unique prefix of one, "GPU-" included.
-      std::string want = lower(token);
-      int found = 0;
-      for (const Gpu *gpu : all)
-        if (!gpu->uuid.empty() && lower(gpu->uuid).compare(0, want.size(), want) == 0) {
-          match = gpu;
-          ++found;
-        }
-      if (found != 1) match = nullptr;
-    }
+  for (const std::string &field : text::split(cuda_visible, ',')) {
+    const std::string entry = trimmed(field);
+    const Gpu *match = named_gpu(all, entry);
     // CUDA ends the list at the first entry it cannot use.
     if (!match || std::find(out.begin(), out.end(), match) != out.end()) {
       PG_LOG(debug,
           "CUDA_VISIBLE_DEVICES='%s': entry '%s' matches no GPU in the topology (%zu GPUs); "
           "the list ends there, as in CUDA",
-          cuda_visible, token.c_str(), all.size());
+          cuda_visible, entry.c_str(), all.size());
       break;
     }
     out.push_back(match);
@@ -117,8 +101,10 @@ pg_status choose_gpu(const Machine &machine, int local_rank, int local_size, int
 }
 
 const Gpu *find_gpu_by_bus_id(const Machine &machine, const std::string &bus_id) {
-  std::string want = normalize_bus_id(lower(bus_id));
-  if (want.empty()) return nullptr;
+  if (!machine.topology) return nullptr;
+  hwloc_obj_t pci = hwloc_get_pcidev_by_busidstring(machine.topology->topo, bus_id.c_str());
+  if (!pci) return nullptr;
+  const std::string want = pci_bus_id(pci);
   for (const Gpu &gpu : machine.gpus)
     if (gpu.pci_bus_id == want) return &gpu;
   return nullptr;

@@ -20,13 +20,6 @@ namespace {
 
 constexpr unsigned kNvidiaVendor = 0x10de;
 
-std::string bus_id_of(hwloc_obj_t pci) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
-                pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
-  return buf;
-}
-
 // The nearest PCI device at or above an I/O object.
 hwloc_obj_t pci_parent(hwloc_obj_t obj) {
   for (hwloc_obj_t o = obj; o; o = o->parent)
@@ -74,7 +67,7 @@ bool is_nvidia_gpu_pci(hwloc_obj_t pci) {
 }
 
 Gpu &gpu_for(std::map<std::string, Gpu> *gpus, hwloc_topology_t topo, hwloc_obj_t pci) {
-  std::string id = bus_id_of(pci);
+  std::string id = pci_bus_id(pci);
   auto it = gpus->find(id);
   if (it != gpus->end()) return it->second;
   Gpu gpu;
@@ -123,7 +116,7 @@ void extract(hwloc_topology_t topo, Machine *m) {
       if (const char *uuid = info(os, "NVIDIAUUID")) gpu.uuid = uuid;
       if (const char *model = info(os, "GPUModel")) gpu.model = model;
     } else if (type == HWLOC_OBJ_OSDEV_NETWORK || type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
-      std::string key = pci ? bus_id_of(pci) : std::string("~") + (os->name ? os->name : "");
+      std::string key = pci ? pci_bus_id(pci) : std::string("~") + (os->name ? os->name : "");
       auto it = nics.find(key);
       if (it == nics.end()) {
         Nic nic;
@@ -158,15 +151,8 @@ void extract(hwloc_topology_t topo, Machine *m) {
   assign_nearest_nics(m);
 }
 
-// Owns an hwloc topology handle.
-struct TopologyHandle {
-  hwloc_topology_t topo = nullptr;
-  ~TopologyHandle() {
-    if (topo) hwloc_topology_destroy(topo);
-  }
-};
-
-pg_status load(const std::string &xml_path, TopologyHandle *handle, Machine *m) {
+pg_status load(const std::string &xml_path, Machine *m) {
+  auto handle = std::make_shared<HwlocTopology>();
   if (hwloc_topology_init(&handle->topo) != 0) {
     handle->topo = nullptr;
     return fail(PG_ERR_NO_MEMORY, "hwloc_topology_init failed: %s", std::strerror(errno));
@@ -197,18 +183,16 @@ pg_status load(const std::string &xml_path, TopologyHandle *handle, Machine *m) 
   m->from_xml = !xml_path.empty();
   m->source = m->from_xml ? "XML file " + xml_path : std::string("this machine");
   extract(topo, m);
+  m->topology = std::move(handle);
   return PG_OK;
 }
 
-struct CacheEntry {
-  std::shared_ptr<const Machine> machine;
-  std::shared_ptr<TopologyHandle> handle;  // kept for binding (this machine only)
-};
-
+// Machines by XML path ("" for this machine).
+using Cache = std::map<std::string, std::shared_ptr<const Machine>>;
 std::mutex g_cache_mutex;
-std::map<std::string, CacheEntry> &cache() {
-  static auto *entries = new std::map<std::string, CacheEntry>();  // lives until exit
-  return *entries;
+Cache &cache() {
+  static auto *machines = new Cache();  // lives until exit
+  return *machines;
 }
 
 }  // namespace
@@ -222,10 +206,11 @@ std::string bitmap_list(hwloc_const_bitmap_t set) {
   return out;
 }
 
-hwloc_topology_t cached_topology(const std::string &xml_path) {
-  std::lock_guard<std::mutex> lock(g_cache_mutex);
-  auto it = cache().find(xml_path);
-  return it == cache().end() ? nullptr : it->second.handle->topo;
+std::string pci_bus_id(hwloc_obj_t pci) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
+                pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
+  return buf;
 }
 
 const char *nic_rule_name(NicRule rule) {
@@ -243,29 +228,29 @@ void assign_nearest_nics(Machine *m) {
   bool any_openfabrics = std::any_of(m->nics.begin(), m->nics.end(),
                                      [](const Nic &n) { return n.openfabrics; });
   std::vector<int> load(m->nics.size(), 0);
-  auto shares = [](const std::vector<unsigned long long> &a,
-                   const std::vector<unsigned long long> &b) {
-    for (auto x : a)
-      if (std::find(b.begin(), b.end(), x) != b.end()) return true;
-    return false;
+  using Bridges = std::vector<unsigned long long>;
+  auto contains = [](const Bridges &set, unsigned long long b) {
+    return std::find(set.begin(), set.end(), b) != set.end();
+  };
+  auto shares = [&](const Bridges &a, const Bridges &b) {
+    return std::any_of(a.begin(), a.end(), [&](unsigned long long x) { return contains(b, x); });
+  };
+  // A shared PCI-to-PCI bridge is a switch; a shared host bridge only the root.
+  auto switches = [&](const Bridges &bridges, const Bridges &host_bridges) {
+    Bridges out;
+    for (auto b : bridges)
+      if (!contains(host_bridges, b)) out.push_back(b);
+    return out;
   };
   for (Gpu &gpu : m->gpus) {
     gpu.nearest_nic = -1;
     gpu.nic_rule = NicRule::none;
     int best_hops = 0;
+    const Bridges gpu_switches = switches(gpu.bridges, gpu.host_bridges);
     for (std::size_t i = 0; i < m->nics.size(); ++i) {
       const Nic &nic = m->nics[i];
       if (any_openfabrics && !nic.openfabrics) continue;
-      // A shared PCI-to-PCI bridge is a switch; a shared host bridge only the root.
-      std::vector<unsigned long long> gpu_switches, nic_switches;
-      for (auto b : gpu.bridges)
-        if (std::find(gpu.host_bridges.begin(), gpu.host_bridges.end(), b) ==
-            gpu.host_bridges.end())
-          gpu_switches.push_back(b);
-      for (auto b : nic.bridges)
-        if (std::find(nic.host_bridges.begin(), nic.host_bridges.end(), b) ==
-            nic.host_bridges.end())
-          nic_switches.push_back(b);
+      const Bridges nic_switches = switches(nic.bridges, nic.host_bridges);
       NicRule rule = NicRule::other;
       if (shares(gpu_switches, nic_switches))
         rule = NicRule::same_switch;
@@ -277,8 +262,7 @@ void assign_nearest_nics(Machine *m) {
       // (a leaf switch beats the switch above it).
       int hops = static_cast<int>(gpu.bridges.size());
       for (std::size_t h = 0; h < gpu.bridges.size(); ++h)
-        if (std::find(nic.bridges.begin(), nic.bridges.end(), gpu.bridges[h]) !=
-            nic.bridges.end()) {
+        if (contains(nic.bridges, gpu.bridges[h])) {
           hops = static_cast<int>(h);
           break;
         }
@@ -297,22 +281,20 @@ void assign_nearest_nics(Machine *m) {
 
 pg_status load_machine_xml(const std::string &xml_path, Machine *out) {
   if (xml_path.empty()) return fail(PG_ERR_INVALID_ARGUMENT, "empty topology XML path");
-  TopologyHandle handle;
   *out = Machine();
-  return load(xml_path, &handle, out);
+  return load(xml_path, out);
 }
 
 pg_status load_machine(const std::string &xml_path, std::shared_ptr<const Machine> *out) {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   auto it = cache().find(xml_path);
   if (it != cache().end()) {
-    *out = it->second.machine;
+    *out = it->second;
     return PG_OK;
   }
-  auto handle = std::make_shared<TopologyHandle>();
   auto machine = std::make_shared<Machine>();
-  PG_CHECK(load(xml_path, handle.get(), machine.get()));
-  cache()[xml_path] = CacheEntry{machine, handle};
+  PG_CHECK(load(xml_path, machine.get()));
+  cache()[xml_path] = machine;
   *out = machine;
   return PG_OK;
 }

@@ -1,145 +1,164 @@
 // The launch environment: which launcher started this process and what it
 // says about the job, compared with MPI's view.
+#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/log.h"
+#include "core/text.h"
 #include "topology/machine.h"
 
 namespace pg::topology {
 
 namespace {
 
-// A launcher's variables are not ours: a value that does not parse makes us
-// skip that launcher (with a note), never fail.
-struct Reader {
-  const EnvLookup &getenv;
-  std::string launcher;
-  std::string problem;
+// Variables that say the same thing, most specific first: the first one set
+// is read.
+using Vars = std::vector<const char *>;
 
-  const char *raw(const char *var) const {
-    const char *v = getenv(var);
-    return v && *v ? v : nullptr;
-  }
-  bool present(const char *var) const { return raw(var) != nullptr; }
+// The environment as the launchers are read from it: a variable set to "" is
+// unset.
+struct Env {
+  EnvLookup lookup;
 
-  // A non-negative integer, or -1 when the variable is unset. Malformed values
-  // are recorded in `problem`.
-  int number(const char *var) {
-    const char *v = raw(var);
-    if (!v) return -1;
-    char *end = nullptr;
-    errno = 0;
-    long x = std::strtol(v, &end, 10);
-    if (*v < '0' || *v > '9' || *end || errno || x > INT_MAX) {
-      if (problem.empty())
-        problem = std::string(var) + "='" + v + "' is not a non-negative integer";
-      return -1;
-    }
-    return static_cast<int>(x);
+  const char *get(const char *var) const {
+    const char *value = lookup(var);
+    return value && *value ? value : nullptr;
   }
-  const char *text(const char *var) const { return raw(var); }
+  // The first of `vars` that is set, or NULL; its name in *name.
+  const char *first(const Vars &vars, const char **name = nullptr) const {
+    for (const char *var : vars)
+      if (const char *value = get(var)) {
+        if (name) *name = var;
+        return value;
+      }
+    return nullptr;
+  }
 };
 
-// Takes `candidate` as the launcher when its variables make sense; otherwise
-// notes in `found` why they were ignored.
-bool adopt(Launcher *found, Launcher candidate, Reader *r) {
-  if (r->problem.empty()) {
-    if (candidate.size == 0)
-      r->problem = "a job size of 0";
-    else if (candidate.size > 0 && candidate.rank >= candidate.size)
-      r->problem = "rank " + std::to_string(candidate.rank) + " is not below size " +
-                   std::to_string(candidate.size);
-    else if (candidate.local_size > 0 && candidate.local_rank >= candidate.local_size)
-      r->problem = "local rank " + std::to_string(candidate.local_rank) + " is not below " +
-                   std::to_string(candidate.local_size);
-  }
-  if (!r->problem.empty()) {
-    found->notes.push_back(r->launcher + " variables ignored: " + r->problem);
-    return false;
-  }
-  candidate.name = r->launcher;
-  candidate.notes = std::move(found->notes);
-  *found = std::move(candidate);
-  return true;
+enum class Needs { any, all };
+
+// One launcher: the variables that mark it, a reason to doubt them, and the
+// variables it describes the job with (empty: the launcher does not say).
+struct LauncherVars {
+  const char *name;
+  Needs needs;  // the launcher is present when any (or all) of its marks are set
+  Vars marks;
+  // Why marks that are set still do not mean this launcher; "" when they do.
+  std::string (*doubt)(const Env &env);
+  Vars rank, size, local_rank, local_size, node, nodelist;
+};
+
+// srun's PMI-2 plugin sets PMI_RANK/PMI_SIZE too, but not MPI_LOCALRANKID:
+// under Slurm that is the Slurm step, not Hydra.
+std::string srun_pmi(const Env &env) {
+  if (env.get("MPI_LOCALRANKID") || !env.get("SLURM_PROCID")) return "";
+  return "PMI variables without MPI_LOCALRANKID under Slurm are srun's (the Slurm step)";
 }
 
-bool batch_step(const char *step) {
-  return step && (!std::strcmp(step, "batch") || !std::strcmp(step, "extern") ||
-                  !std::strcmp(step, "4294967294") || !std::strcmp(step, "4294967295"));
+// The batch script of a Slurm job sees SLURM_PROCID but is not an srun step:
+// its step is "batch" (or the extern step), by name or by number.
+std::string batch_script(const Env &env) {
+  const char *var = nullptr;
+  const char *step = env.first({"SLURM_STEP_ID", "SLURM_STEPID"}, &var);
+  if (!step) return "";
+  for (const char *batch : {"batch", "extern", "4294967294", "4294967295"})
+    if (!std::strcmp(step, batch))
+      return std::string(var) + "='" + step + "' is the batch script, not an srun step";
+  return "";
+}
+
+// In order: the first launcher present is the launcher (docs/topology.md has
+// this table for users). mpiexec inside a Slurm allocation starts its proxies
+// with srun, so Hydra's variables come first.
+const LauncherVars kLaunchers[] = {
+    // MPICH's Hydra (mpiexec).
+    {"hydra", Needs::any, {"PMI_RANK", "PMI_SIZE"}, srun_pmi,
+     {"PMI_RANK"}, {"PMI_SIZE"}, {"MPI_LOCALRANKID"}, {"MPI_LOCALNRANKS"}, {}, {}},
+    // Open MPI's mpirun / prterun.
+    {"openmpi", Needs::any, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, nullptr,
+     {"OMPI_COMM_WORLD_RANK"}, {"OMPI_COMM_WORLD_SIZE"}, {"OMPI_COMM_WORLD_LOCAL_RANK"},
+     {"OMPI_COMM_WORLD_LOCAL_SIZE"}, {}, {}},
+    // A Slurm job step (srun): the step's size and nodes before the job's.
+    {"slurm", Needs::any, {"SLURM_PROCID"}, batch_script,
+     {"SLURM_PROCID"}, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, {"SLURM_LOCALID"}, {},
+     {"SLURM_NODEID"}, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}},
+    // torchrun / torch.distributed.run (and launchers that mimic it).
+    {"torchrun", Needs::all, {"RANK", "WORLD_SIZE"}, nullptr,
+     {"RANK"}, {"WORLD_SIZE"}, {"LOCAL_RANK"}, {"LOCAL_WORLD_SIZE"}, {"GROUP_RANK"}, {}},
+};
+
+bool present(const Env &env, const LauncherVars &row) {
+  auto set = [&env](const char *var) { return env.get(var) != nullptr; };
+  const Vars &marks = row.marks;
+  return row.needs == Needs::all ? std::all_of(marks.begin(), marks.end(), set)
+                                      : std::any_of(marks.begin(), marks.end(), set);
+}
+
+// A non-negative integer, or -1 when none of `vars` is set. A launcher's
+// variables are not ours: a value that does not parse goes to *problem (the
+// first one only), which makes us skip that launcher, never fail.
+int number(const Env &env, const Vars &vars, std::string *problem) {
+  const char *var = nullptr;
+  const char *text = env.first(vars, &var);
+  if (!text) return -1;
+  unsigned value = 0;
+  if (text::parse_number(text, &value) && value <= INT_MAX) return static_cast<int>(value);
+  if (problem->empty())
+    *problem = std::string(var) + "='" + text + "' is not a non-negative integer";
+  return -1;
+}
+
+// Why the numbers a launcher gave cannot describe a job; "" when they can.
+std::string inconsistency(const Launcher &l) {
+  if (l.size == 0) return "a job size of 0";
+  if (l.size > 0 && l.rank >= l.size)
+    return "rank " + std::to_string(l.rank) + " is not below size " + std::to_string(l.size);
+  if (l.local_size > 0 && l.local_rank >= l.local_size)
+    return "local rank " + std::to_string(l.local_rank) + " is not below " +
+           std::to_string(l.local_size);
+  return "";
+}
+
+// The job as `row`'s variables describe it, or the reason to skip that
+// launcher in *problem.
+Launcher read_launcher(const Env &env, const LauncherVars &row, std::string *problem) {
+  Launcher l;
+  if (row.doubt) *problem = row.doubt(env);
+  if (!problem->empty()) return l;
+  l.name = row.name;
+  l.rank = number(env, row.rank, problem);
+  l.size = number(env, row.size, problem);
+  l.local_rank = number(env, row.local_rank, problem);
+  l.local_size = number(env, row.local_size, problem);
+  l.node = number(env, row.node, problem);
+  if (const char *nodes = env.first(row.nodelist)) l.nodelist = nodes;
+  if (problem->empty()) *problem = inconsistency(l);
+  return l;
 }
 
 }  // namespace
 
 Launcher detect_launcher(const EnvLookup &lookup) {
-  EnvLookup getenv = lookup ? lookup : EnvLookup([](const char *v) { return std::getenv(v); });
-  Launcher l;
-
-  // MPICH's Hydra. srun's PMI-2 plugin also sets PMI_RANK/PMI_SIZE, without
-  // MPI_LOCALRANKID: that case is the Slurm step below.
-  {
-    Reader r{getenv, "hydra", ""};
-    bool pmi = r.present("PMI_RANK") || r.present("PMI_SIZE");
-    bool srun_pmi = !r.present("MPI_LOCALRANKID") && r.present("SLURM_PROCID");
-    if (pmi && !srun_pmi) {
-      Launcher h;
-      h.rank = r.number("PMI_RANK");
-      h.size = r.number("PMI_SIZE");
-      h.local_rank = r.number("MPI_LOCALRANKID");
-      h.local_size = r.number("MPI_LOCALNRANKS");
-      if (adopt(&l, h, &r)) return l;
+  const Env env{lookup ? lookup : EnvLookup([](const char *v) { return std::getenv(v); })};
+  std::vector<std::string> notes;  // launchers skipped so far
+  for (const LauncherVars &row : kLaunchers) {
+    if (!present(env, row)) continue;
+    std::string problem;
+    Launcher l = read_launcher(env, row, &problem);
+    if (problem.empty()) {
+      l.notes = std::move(notes);
+      return l;
     }
+    notes.push_back(std::string(row.name) + " variables ignored: " + problem);
   }
-  // Open MPI's mpirun / prterun.
-  {
-    Reader r{getenv, "openmpi", ""};
-    if (r.present("OMPI_COMM_WORLD_RANK") || r.present("OMPI_COMM_WORLD_SIZE")) {
-      Launcher o;
-      o.rank = r.number("OMPI_COMM_WORLD_RANK");
-      o.size = r.number("OMPI_COMM_WORLD_SIZE");
-      o.local_rank = r.number("OMPI_COMM_WORLD_LOCAL_RANK");
-      o.local_size = r.number("OMPI_COMM_WORLD_LOCAL_SIZE");
-      if (adopt(&l, o, &r)) return l;
-    }
-  }
-  // A Slurm job step (srun). The batch script itself is not a step.
-  {
-    Reader r{getenv, "slurm", ""};
-    const char *step = r.text("SLURM_STEP_ID") ? r.text("SLURM_STEP_ID") : r.text("SLURM_STEPID");
-    if (r.present("SLURM_PROCID") && batch_step(step)) {
-      l.notes.push_back("slurm variables ignored: SLURM_STEP_ID='" + std::string(step) +
-                        "' is the batch script, not an srun step");
-    } else if (r.present("SLURM_PROCID")) {
-      Launcher s;
-      s.rank = r.number("SLURM_PROCID");
-      s.size = r.present("SLURM_STEP_NUM_TASKS") ? r.number("SLURM_STEP_NUM_TASKS")
-                                                  : r.number("SLURM_NTASKS");
-      s.local_rank = r.number("SLURM_LOCALID");
-      s.node = r.number("SLURM_NODEID");
-      const char *nodes = r.text("SLURM_STEP_NODELIST");
-      if (!nodes) nodes = r.text("SLURM_JOB_NODELIST");
-      if (!nodes) nodes = r.text("SLURM_NODELIST");
-      if (nodes) s.nodelist = nodes;
-      if (adopt(&l, s, &r)) return l;
-    }
-  }
-  // torchrun / torch.distributed.run (and launchers that mimic it).
-  {
-    Reader r{getenv, "torchrun", ""};
-    if (r.present("RANK") && r.present("WORLD_SIZE")) {
-      Launcher t;
-      t.rank = r.number("RANK");
-      t.size = r.number("WORLD_SIZE");
-      t.local_rank = r.number("LOCAL_RANK");
-      t.local_size = r.number("LOCAL_WORLD_SIZE");
-      t.node = r.number("GROUP_RANK");
-      if (adopt(&l, t, &r)) return l;
-    }
-  }
-  return l;
+  Launcher none;
+  none.notes = std::move(notes);
+  return none;
 }
 
 std::string describe_launcher(const Launcher &l) {

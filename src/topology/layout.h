@@ -1,5 +1,5 @@
-// Nodes and rails of a communicator (UCC's cl/hier habit: built once, cached
-// on the strategy).
+// Nodes and rails of a communicator, built once per strategy and cached on it
+// (docs/topology.md, "Nodes and rails").
 #pragma once
 
 #include <mpi.h>

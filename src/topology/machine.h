@@ -56,6 +56,9 @@ struct Gpu {
   NicRule nic_rule = NicRule::none;
 };
 
+// The hwloc topology a Machine was read from (defined in hwloc_util.h).
+struct HwlocTopology;
+
 struct Machine {
   std::string source;       // "this machine" or "XML file <path>"
   bool from_xml = false;    // the topology is not this machine: never bind
@@ -64,6 +67,9 @@ struct Machine {
   std::vector<NumaNode> numa;  // by os_index
   std::vector<Gpu> gpus;       // by PCI bus id
   std::vector<Nic> nics;       // by PCI bus id, then name
+  // Kept for what hwloc answers better than these fields (a PCI device by bus
+  // id, a NUMA node's CPUs to bind to); NULL for a Machine built by hand.
+  std::shared_ptr<const HwlocTopology> topology;
 };
 
 // The machine for `xml_path` (empty: this machine), loaded once per process per
@@ -108,8 +114,9 @@ pg_status choose_gpu(const Machine &machine, int local_rank, int local_size, int
 // (cudaGetDeviceCount): the hwloc view is used only to name the GPU.
 pg_status choose_cuda_index(int local_rank, int local_size, int visible_count, int *cuda_index);
 
-// The hwloc GPU with this PCI bus id ("0000:07:00.0", case-insensitive; a bus
-// id without the domain means domain 0), or NULL.
+// The GPU with this PCI bus id ("0000:07:00.0", case-insensitive; a bus id
+// without the domain means domain 0), as hwloc finds it in the machine's
+// topology (hwloc_get_pcidev_by_busidstring); NULL when it is not a GPU there.
 const Gpu *find_gpu_by_bus_id(const Machine &machine, const std::string &bus_id);
 
 // ---------------------------------------------------------------------------
@@ -129,8 +136,9 @@ struct Binding {
 Binding choose_binding(const Machine &machine, params::Bind mode, int local_rank,
                        const Gpu *gpu);
 
-// Applies a binding to the whole process (hwloc_set_cpubind) on a machine
-// loaded from this system; a topology from XML is never applied. The first
+// Applies a binding to the whole process (hwloc_set_cpubind, through the
+// machine's own topology) on a machine loaded from this system; a topology
+// from XML is never applied. The first
 // binding applied in a process stays (memory already touched stays local);
 // `*note` says what happened ("applied", "not applied: topology from XML", ...).
 pg_status apply_binding(const Machine &machine, const Binding &binding, std::string *note);
@@ -158,11 +166,11 @@ struct Launcher {
   std::vector<std::string> notes;        // launchers skipped, with the reason
 };
 
-// Reads the environment through `getenv` (std::getenv by default), first
-// present wins: Hydra (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID), Open MPI
-// (OMPI_COMM_WORLD_*), a Slurm step (SLURM_PROCID, ...), torchrun (RANK,
-// LOCAL_RANK, WORLD_SIZE). A launcher whose numeric variables do not parse is
-// skipped (noted in Launcher::notes, logged at debug by check_launcher).
+// Reads the environment through `getenv` (std::getenv by default): the first
+// launcher present of Hydra, Open MPI, a Slurm step and torchrun, with the
+// variables and rules of docs/topology.md ("The launcher"). A launcher whose
+// variables do not parse or do not describe a job is skipped (noted in
+// Launcher::notes, logged at debug by check_launcher).
 using EnvLookup = std::function<const char *(const char *)>;
 Launcher detect_launcher(const EnvLookup &getenv = nullptr);
 

@@ -256,6 +256,11 @@ TEST(GpuChoice, FindByBusId) {
   EXPECT_EQ(topo::find_gpu_by_bus_id(m, "0000:9F:00.0"), nullptr);  // a NIC, not a GPU
   EXPECT_NE(topo::find_gpu_by_bus_id(m, "0000:94:00.0"), nullptr);
   EXPECT_EQ(topo::find_gpu_by_bus_id(m, "garbage"), nullptr);
+  EXPECT_EQ(topo::find_gpu_by_bus_id(m, ""), nullptr);
+  // hwloc answers the lookup: a Machine built by hand has no topology to ask.
+  topo::Machine by_hand;
+  by_hand.gpus = m.gpus;
+  EXPECT_EQ(topo::find_gpu_by_bus_id(by_hand, "0000:83:00.0"), nullptr);
 }
 
 // ---------------------------------------------------------------------------
@@ -466,40 +471,19 @@ std::map<std::string, std::string> merge(std::initializer_list<std::map<std::str
 }  // namespace
 
 TEST(Launcher, EachLauncher) {
-  topo::Launcher l = detect(kHydra);
-  EXPECT_EQ(l.name, "hydra");
-  EXPECT_EQ(l.rank, 3);
-  EXPECT_EQ(l.size, 4);
-  EXPECT_EQ(l.local_rank, 1);
-  EXPECT_EQ(l.local_size, 2);
-
-  l = detect(kOpenMpi);
-  EXPECT_EQ(l.name, "openmpi");
-  EXPECT_EQ(l.rank, 5);
-  EXPECT_EQ(l.size, 8);
-  EXPECT_EQ(l.local_rank, 1);
-  EXPECT_EQ(l.local_size, 4);
-
-  l = detect(kSlurm);
-  EXPECT_EQ(l.name, "slurm");
-  EXPECT_EQ(l.rank, 6);
-  EXPECT_EQ(l.size, 8);
-  EXPECT_EQ(l.local_rank, 2);
-  EXPECT_EQ(l.node, 1);
-  EXPECT_EQ(l.nodelist, "gpu[01-02]");
-  EXPECT_EQ(topo::describe_launcher(l), "slurm rank 6/8 local 2 node 1 nodes gpu[01-02]");
-
-  l = detect(kTorchrun);
-  EXPECT_EQ(l.name, "torchrun");
-  EXPECT_EQ(l.rank, 2);
-  EXPECT_EQ(l.size, 4);
-  EXPECT_EQ(l.local_rank, 0);
-  EXPECT_EQ(l.local_size, 2);
-  EXPECT_EQ(l.node, 1);
-
-  l = detect({});
-  EXPECT_EQ(l.name, "");
-  EXPECT_EQ(topo::describe_launcher(l), "none");
+  // describe_launcher shows every field the launcher gave.
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {kHydra, "hydra rank 3/4 local 1/2"},
+      {kOpenMpi, "openmpi rank 5/8 local 1/4"},
+      {kSlurm, "slurm rank 6/8 local 2 node 1 nodes gpu[01-02]"},
+      {kTorchrun, "torchrun rank 2/4 local 0/2 node 1"},
+      {{}, "none"},
+  };
+  for (const auto &c : cases) {
+    topo::Launcher l = detect(c.first);
+    EXPECT_EQ(topo::describe_launcher(l), c.second);
+    EXPECT_TRUE(l.notes.empty()) << l.notes[0];
+  }
 }
 
 TEST(Launcher, Precedence) {
@@ -514,6 +498,8 @@ TEST(Launcher, Precedence) {
   // srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE but not MPI_LOCALRANKID: Slurm.
   l = detect(merge({kSlurm, {{"PMI_RANK", "6"}, {"PMI_SIZE", "8"}}}));
   EXPECT_EQ(l.name, "slurm");
+  ASSERT_EQ(l.notes.size(), 1u);
+  EXPECT_NE(l.notes[0].find("hydra variables ignored"), std::string::npos) << l.notes[0];
   // The size of the step, not of the job.
   l = detect(merge({kSlurm, {{"SLURM_STEP_NUM_TASKS", "2"}, {"SLURM_PROCID", "1"}}}));
   EXPECT_EQ(l.size, 2);
@@ -524,6 +510,33 @@ TEST(Launcher, Precedence) {
   EXPECT_NE(l.notes[0].find("batch"), std::string::npos);
 }
 
+TEST(Launcher, FallbackVariablesAndEmptyValues) {
+  // Older Slurm spells the step SLURM_STEPID.
+  auto vars = kSlurm;
+  vars.erase("SLURM_STEP_ID");
+  vars["SLURM_STEPID"] = "4294967294";
+  topo::Launcher l = detect(vars);
+  EXPECT_EQ(l.name, "");
+  ASSERT_EQ(l.notes.size(), 1u);
+  EXPECT_NE(l.notes[0].find("SLURM_STEPID='4294967294'"), std::string::npos) << l.notes[0];
+  // The step's node list before the job's.
+  l = detect(merge({kSlurm, {{"SLURM_STEP_NODELIST", "gpu02"}}}));
+  EXPECT_EQ(l.nodelist, "gpu02");
+  // A variable set to "" is unset: no launcher, or the next name.
+  EXPECT_EQ(detect({{"RANK", "0"}, {"WORLD_SIZE", ""}}).name, "");
+  l = detect(merge({kSlurm, {{"SLURM_STEP_NUM_TASKS", ""}}}));
+  EXPECT_EQ(l.size, 8);
+  // Local rank and size are optional; what is given must still agree.
+  l = detect({{"OMPI_COMM_WORLD_RANK", "1"}});
+  EXPECT_EQ(l.name, "openmpi");
+  EXPECT_EQ(l.size, -1);
+  EXPECT_EQ(l.local_rank, -1);
+  l = detect(merge({kTorchrun, {{"LOCAL_RANK", "2"}}}));
+  EXPECT_EQ(l.name, "");
+  ASSERT_EQ(l.notes.size(), 1u);
+  EXPECT_NE(l.notes[0].find("local rank 2 is not below 2"), std::string::npos) << l.notes[0];
+}
+
 TEST(Launcher, MalformedVariablesSkipTheLauncher) {
   topo::Launcher l = detect(merge({{{"PMI_RANK", "abc"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"}}, kTorchrun}));
   EXPECT_EQ(l.name, "torchrun");
@@ -531,7 +544,8 @@ TEST(Launcher, MalformedVariablesSkipTheLauncher) {
   EXPECT_NE(l.notes[0].find("hydra"), std::string::npos) << l.notes[0];
   EXPECT_NE(l.notes[0].find("PMI_RANK='abc'"), std::string::npos) << l.notes[0];
 
-  for (const char *bad : {"-1", "4x", " 3", "0x4", "99999999999"}) {
+  for (const char *bad :
+       {"-1", "-0", "+4", "4x", " 3", "0x4", "4.0", "2147483648", "99999999999"}) {
     auto vars = kOpenMpi;
     vars["OMPI_COMM_WORLD_SIZE"] = bad;
     EXPECT_NE(detect(vars).name, "openmpi") << "'" << bad << "'";

@@ -26,6 +26,7 @@
 #include "core/params.h"
 #include "core/selection.h"
 #include "core/status.h"
+#include "core/text.h"
 #include "pg_strategy.h"
 #include "topology/machine.h"
 
@@ -76,12 +77,6 @@ int fail_all(bool ok, int rank, const std::string &what) {
   std::fflush(stderr);
   MPI_Finalize();
   return 1;
-}
-
-std::string join(const std::vector<int> &v) {
-  std::string s;
-  for (int x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
-  return s;
 }
 
 // "available (cuda:1)" or "unavailable: <why>", by creating a strategy with
@@ -168,14 +163,14 @@ int main(int argc, char **argv) {
     if (!nic->netdev.empty()) nic_text += "/" + nic->netdev;
     if (gpu) nic_text += std::string(" (") + topo::nic_rule_name(gpu->nic_rule) + ")";
   }
+  topo::Launcher launcher = topo::detect_launcher();
   char line[4096];
   std::snprintf(line, sizeof line,
                 "rank %d: host=%s node=%d local=%d/%d bind=%s gpu=%s nic=%s launcher=%s", rank,
                 host, node, local_rank, local_size, bind_text.c_str(), gpu_text.c_str(),
-                nic_text.c_str(), topo::describe_launcher(topo::detect_launcher()).c_str());
+                nic_text.c_str(), topo::describe_launcher(launcher).c_str());
 
   std::vector<std::string> lines = gather(line, rank, size);
-  topo::Launcher launcher = topo::detect_launcher();
   std::vector<std::string> warnings =
       gather(topo::launcher_warning(launcher, rank, size), rank, size);
   if (rank == 0) {
@@ -212,13 +207,17 @@ int main(int argc, char **argv) {
   std::vector<int> all(rank == 0 ? 2 * size : 0);
   MPI_Gather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    std::map<int, std::vector<int>> by_node, by_rail;
+    std::map<int, std::vector<std::string>> by_node, by_rail;  // ranks, as text
     for (int r = 0; r < size; ++r) {
-      by_node[all[2 * r]].push_back(r);
-      by_rail[all[2 * r + 1]].push_back(r);
+      by_node[all[2 * r]].push_back(std::to_string(r));
+      by_rail[all[2 * r + 1]].push_back(std::to_string(r));
     }
     std::vector<int> counts;
-    for (auto &n : by_node) counts.push_back(static_cast<int>(n.second.size()));
+    std::vector<std::string> count_texts;
+    for (auto &n : by_node) {
+      counts.push_back(static_cast<int>(n.second.size()));
+      count_texts.push_back(std::to_string(counts.back()));
+    }
     bool regular = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts[0]; });
     std::string how = settings.ranks_per_node > 0
                           ? "virtual nodes of PGS_RANKS_PER_NODE=" +
@@ -228,14 +227,13 @@ int main(int argc, char **argv) {
       std::printf("plan: %d node%s x %d rank%s per node (regular; %s)\n", nodes,
                   nodes == 1 ? "" : "s", counts[0], counts[0] == 1 ? "" : "s", how.c_str());
     } else {
-      std::string per;
-      for (int c : counts) per += (per.empty() ? "" : "+") + std::to_string(c);
       std::printf("plan: %d nodes with %s ranks (irregular: fairring uses its leader-based "
-                  "fallback; %s)\n", nodes, per.c_str(), how.c_str());
+                  "fallback; %s)\n", nodes, pg::text::join(count_texts, "+").c_str(), how.c_str());
     }
-    for (auto &n : by_node) std::printf("  node %d: ranks %s\n", n.first, join(n.second).c_str());
+    for (auto &n : by_node)
+      std::printf("  node %d: ranks %s\n", n.first, pg::text::join(n.second, " ").c_str());
     for (auto &r : by_rail)
-      std::printf("  rail %d: ranks %s\n", r.first, join(r.second).c_str());
+      std::printf("  rail %d: ranks %s\n", r.first, pg::text::join(r.second, " ").c_str());
     std::fflush(stdout);
   }
 

@@ -1,12 +1,16 @@
 // The nccl backend: the CUDA default. One NCCL communicator per backend
 // instance, over the ranks of the instance's MPI communicator.
 //
-// Creation (collective): make the rank's GPU current (cudaSetDevice, left
-// current afterwards), create the backend's own non-blocking stream unless the
-// strategy already has a user stream, then agree over MPI that every rank got
-// this far, broadcast rank 0's ncclUniqueId with MPI_Bcast and call
-// ncclCommInitRank. A rank that fails before NCCL's init makes every rank fail
-// (no rank is left waiting in ncclCommInitRank).
+// Creation (collective): make the rank's GPU current, create the backend's own
+// non-blocking stream unless the strategy already has a user stream, then agree
+// over MPI that every rank got this far, broadcast rank 0's ncclUniqueId with
+// MPI_Bcast and call ncclCommInitRank. A rank that fails before NCCL's init
+// makes every rank fail (no rank is left waiting in ncclCommInitRank).
+//
+// The current device: creation leaves the rank's GPU current on purpose, so
+// that what the application allocates after pg_strategy_create lands on that
+// GPU (docs/nccl.md). Everything else (operations, destroy, the memory helpers)
+// switches to the backend's GPU under a DeviceGuard and restores the caller's.
 //
 // Streams and completion:
 // - No user stream (the default): operations run on the backend's own stream.
@@ -214,7 +218,7 @@ class NcclBackend final : public Backend {
  private:
   // This rank's part of creation, before NCCL's collective init.
   pg_status prepare(ncclUniqueId *id) {
-    PG_CUDA_CHECK(cudaSetDevice(device_));
+    PG_CUDA_CHECK(cudaSetDevice(device_));  // not restored: see the top of this file
     if (!user_stream_) PG_CHECK(own_stream(nullptr));
     PG_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
     PG_CUDA_CHECK(cudaEventCreateWithFlags(&inputs_ready_, cudaEventDisableTiming));

@@ -1,5 +1,5 @@
-// Check macros for CUDA runtime and NCCL calls (NCCL's checks.h habit): a
-// failing call returns early with the library's own error text in
+// Check macros for CUDA runtime and NCCL calls, in NCCL's own style: a
+// failing call returns early with the failing library's error text in
 // pg_last_error(), and where it failed.
 #pragma once
 
@@ -22,7 +22,9 @@ pg_status nccl_failure(ncclResult_t result, ncclComm_t comm, const char *call, c
                        int line);
 
 // Makes `device` current for the guard's lifetime and restores the caller's
-// device afterwards, so the library never changes it behind the caller's back.
+// device afterwards. Operations, destroy and the memory helpers run under one,
+// so they leave the current device as they found it; creation alone leaves the
+// rank's GPU current, on purpose (nccl_backend.cpp, docs/nccl.md).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);
