@@ -67,6 +67,10 @@ pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message
 pg_status agree_same(MPI_Comm comm, const std::string &value, const char *what) {
   std::vector<std::string> all;
   PG_CHECK(allgather_strings(comm, value, &all));
+  return compare_values(all, what);
+}
+
+pg_status compare_values(const std::vector<std::string> &all, const char *what) {
   bool same = true;
   for (const std::string &v : all) same = same && v == all[0];
   if (same) return PG_OK;

@@ -22,5 +22,8 @@ pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message
 // Collective: PG_ERR_MISMATCH on every rank unless every rank passed the same
 // `value`; the message lists what each rank had. `what` names the value.
 pg_status agree_same(MPI_Comm comm, const std::string &value, const char *what);
+// Local: PG_ERR_MISMATCH unless the values (one per rank) are all the same,
+// with the message agree_same gives.
+pg_status compare_values(const std::vector<std::string> &all, const char *what);
 
 }  // namespace pg

@@ -1,5 +1,6 @@
 // Running operations: the PGS_DEBUG check, ordering with nonblocking work,
 // delegation to the device default, poisoning, the watchdog, and works.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -47,6 +48,55 @@ std::string fingerprint(const pg_strategy *s, const CollArgs &a, bool nonblockin
   return text;
 }
 
+// The ranks of s whose fingerprint has not arrived, as "1, 3".
+std::string missing_ranks(const std::vector<MPI_Request> &receives) {
+  std::string out;
+  for (std::size_t r = 0; r < receives.size(); ++r)
+    if (receives[r] != MPI_REQUEST_NULL) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+// PGS_DEBUG=detail: every rank sends its fingerprint to every other rank point
+// to point rather than in one allgather, so that while it waits it knows which
+// peers have arrived (the watchdog names the others), and it polls, so that
+// below MPI_THREAD_MULTIPLE the watchdog still runs.
+pg_status exchange_fingerprints(pg_strategy *s, const std::string &mine, std::vector<std::string> *all) {
+  constexpr int kSlot = 256, kTag = 1;  // fingerprints are short; s->comm carries nothing else point to point
+  const std::size_t p = static_cast<std::size_t>(s->size);
+  std::vector<char> out(kSlot, '\0'), in(p * kSlot, '\0');
+  std::copy_n(mine.data(), std::min<std::size_t>(mine.size(), kSlot - 1), out.begin());
+  std::vector<MPI_Request> receives(p, MPI_REQUEST_NULL), sends(p, MPI_REQUEST_NULL);
+  for (int r = 0; r < s->size; ++r) {
+    if (r == s->rank) continue;
+    PG_MPI_CHECK(MPI_Irecv(&in[r * kSlot], kSlot, MPI_CHAR, r, kTag, s->comm, &receives[r]));
+    PG_MPI_CHECK(MPI_Isend(out.data(), kSlot, MPI_CHAR, r, kTag, s->comm, &sends[r]));
+  }
+  std::copy(out.begin(), out.end(), in.begin() + s->rank * kSlot);
+  const bool poll = s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE;
+  std::string missing = missing_ranks(receives);
+  s->marks.set_missing(missing);
+  while (true) {
+    for (MPI_Request &r : receives) {
+      int done = 0;
+      if (r != MPI_REQUEST_NULL) PG_MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
+    }
+    const std::string now = missing_ranks(receives);
+    if (now != missing) s->marks.set_missing(missing = now);
+    int sent = 0;
+    PG_MPI_CHECK(MPI_Testall(s->size, sends.data(), &sent, MPI_STATUSES_IGNORE));
+    if (missing.empty() && sent) break;
+    if (poll) {
+      const watchdog::Watch w = s->marks.current();
+      if (watchdog::overdue(s, w)) watchdog::abort_job(s, w);
+    }
+    std::this_thread::yield();
+  }
+  s->marks.set_missing({});
+  all->clear();
+  for (std::size_t r = 0; r < p; ++r) all->emplace_back(&in[r * kSlot]);
+  return PG_OK;
+}
+
 // The common entry checks of run and start. With PGS_DEBUG=detail every rank
 // compares what it was asked to run before a collective; a mismatch, or a bad
 // argument on any rank, fails every rank.
@@ -57,7 +107,10 @@ pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local, bool nonbloc
   if (!s->settings.debug_detail) return local;
   watchdog::Scope watched(s, a.coll);  // a rank that never arrives hangs the check itself
   const std::string local_message = local == PG_OK ? std::string() : last_error();
-  PG_CHECK(agree_same(s->comm, fingerprint(s, a, nonblocking), "the collective (PGS_DEBUG=detail)"));
+  std::vector<std::string> fingerprints;
+  PG_CHECK(exchange_fingerprints(s, fingerprint(s, a, nonblocking), &fingerprints));
+  PG_CHECK(compare_values(fingerprints, "the collective (PGS_DEBUG=detail)"));
+  // Every rank has arrived: agreeing on the argument checks cannot hang.
   return agree(s->comm, local, local_message);
 }
 

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -41,6 +42,21 @@ void Marks::begin(std::uint64_t sequence, Coll coll) {
   started_ns_ = now_ns();  // last: the watchdog reads the others once this is set
 }
 
+void Marks::end() {
+  started_ns_ = 0;
+  set_missing({});
+}
+
+void Marks::set_missing(std::string ranks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  missing_ = std::move(ranks);
+}
+
+std::string Marks::missing() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return missing_;
+}
+
 Watch Marks::current() const {
   Watch w;
   w.started_ns = started_ns_;
@@ -68,13 +84,23 @@ Scope::~Scope() {
 }
 
 void abort_job(pg_strategy *s, const Watch &watch) {
+  const std::string missing = s->marks.missing();
+  const std::string arrival =
+      !missing.empty() ? "ranks that did not arrive: " + missing
+      : s->settings.debug_detail ? std::string("every rank arrived (the hang is inside the backend)")
+                                 : std::string("ranks that did not arrive are not known (PGS_DEBUG=detail "
+                                               "records arrival before each collective)");
   log::write(params::LogLevel::error,
              "watchdog: %s #%llu on backend '%s' (device '%s', rank %d of %d) has not finished "
-             "after %g s (PGS_TIMEOUT); ranks that did not arrive are not known%s; aborting the job",
+             "after %g s (PGS_TIMEOUT); %s; aborting the job",
              coll_name(watch.coll), static_cast<unsigned long long>(watch.sequence),
              s->selection.backend.c_str(), s->device_name.c_str(), s->rank, s->size,
-             s->settings.timeout_s,
-             s->settings.debug_detail ? "" : " (PGS_DEBUG=detail checks arrival before each collective)");
+             s->settings.timeout_s, arrival.c_str());
+  // The one line a user needs after a hang must reach the job's output: it is
+  // flushed, and the launcher gets time to forward it before the abort ends
+  // every process (without the pause it was lost in about one run of three).
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   s->health.poison("the watchdog aborted the job");
   if (s->primary) s->primary->backend->abort();
   if (s->fallback) s->fallback->backend->abort();

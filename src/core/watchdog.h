@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <string>
 
 #include "core/backend.h"
 
@@ -26,10 +28,16 @@ struct Watch {
 class Marks {
  public:
   void begin(std::uint64_t sequence, Coll coll);
-  void end() { started_ns_ = 0; }
+  void end();
   Watch current() const;
+  // The ranks known not to have arrived at the collective in flight ("" when
+  // not known): the PGS_DEBUG=detail check records arrival.
+  void set_missing(std::string ranks);
+  std::string missing() const;
 
  private:
+  mutable std::mutex mutex_;  // guards missing_
+  std::string missing_;
   std::atomic<std::int64_t> started_ns_{0};
   std::atomic<std::uint64_t> sequence_{0};
   std::atomic<int> coll_{0};
