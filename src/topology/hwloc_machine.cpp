@@ -2,6 +2,8 @@
 // NUMA nodes, GPUs, NICs and where each device sits (NUMA node, PCI bridges).
 #include <hwloc.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -167,6 +169,12 @@ pg_status load(const std::string &xml_path, Machine *m) {
     for (const char *component : {"gl", "opencl", "levelzero", "rsmi"})
       hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, component);
   } else {
+    // Only a regular file: hwloc would block forever opening a FIFO.
+    struct stat st;
+    const bool exists = stat(xml_path.c_str(), &st) == 0;
+    if (!exists || !S_ISREG(st.st_mode))
+      return fail(PG_ERR_INVALID_ARGUMENT, "PGS_TOPOLOGY_XML='%s' is not a regular file (%s)", xml_path.c_str(),
+                  exists ? "a directory, FIFO or device" : std::strerror(errno));
     if (hwloc_topology_set_xml(topo, xml_path.c_str()) != 0)
       return fail(PG_ERR_INVALID_ARGUMENT,
                   "PGS_TOPOLOGY_XML='%s': hwloc cannot read this XML topology (%s)",
