@@ -73,6 +73,7 @@ program heat1d
     flush (output_unit)
   end if
   call pg_strategy_destroy(s)
+  deallocate (u, u_new, x)
   if (global(1) > 1e-12_dp .or. global(2) > 1e-3_dp) error stop "heat1d: wrong answer"
   if (rank == 0) print '(a)', "heat1d: OK"
 
