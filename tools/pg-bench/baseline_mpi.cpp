@@ -8,7 +8,8 @@
 
 #include "backend.h"
 #include "backends/mpi/mpi_types.h"
-#include "dtypes.h"
+#include "core/dtype.h"
+#include "core/reduce.h"
 
 namespace pgbench {
 namespace {
@@ -52,13 +53,13 @@ class MpiRaw : public Backend {
     const MPI_Datatype type = pg::mpi::datatype(c.dtype);
     MPI_Op op = MPI_OP_NULL;
     if (pg::mpi::operation(c.dtype, c.op, &op) != PG_OK) return "MPI_Op_create failed";
-    const size_t es = dtype_size(c.dtype);
+    const size_t es = pg::dtype_size(c.dtype);
     int rc = MPI_SUCCESS;
     switch (c.coll) {
       case Collective::Allreduce:
         rc = PGB_MPI(MPI_Allreduce)(c.in_place ? MPI_IN_PLACE : c.send, c.recv, n, type,
                                     op, comm_);
-        if (rc == MPI_SUCCESS && c.op == PG_AVG) scale_for_avg(c.dtype, c.recv, c.count, nranks_);
+        if (rc == MPI_SUCCESS) pg::reduce_finish(c.dtype, c.op, c.recv, c.count, nranks_);
         break;
       case Collective::Allgather:
         rc = PGB_MPI(MPI_Allgather)(c.in_place ? MPI_IN_PLACE : c.send, n, type, c.recv, n, type,
@@ -76,7 +77,7 @@ class MpiRaw : public Backend {
           rc = PGB_MPI(MPI_Reduce_scatter_block)(c.send, c.recv, n, type, op,
                                                  comm_);
         }
-        if (rc == MPI_SUCCESS && c.op == PG_AVG) scale_for_avg(c.dtype, c.recv, c.count, nranks_);
+        if (rc == MPI_SUCCESS) pg::reduce_finish(c.dtype, c.op, c.recv, c.count, nranks_);
         break;
       case Collective::Broadcast:
         rc = PGB_MPI(MPI_Bcast)(c.recv, n, type, c.root, comm_);
