@@ -9,11 +9,12 @@ namespace pgbench {
 namespace {
 
 bool is_baseline(const std::string &name) {
-  return name == "mpi-raw" || name == "gloo-raw" || name == "nccl-raw";
+  return name == "mpi-raw" || name == "memcpy" || name == "gloo-raw" || name == "nccl-raw";
 }
 
 std::unique_ptr<Backend> make_backend(const std::string &name) {
   if (name == "mpi-raw") return make_mpi_raw();
+  if (name == "memcpy") return make_memcpy();
   if (name == "gloo-raw") return make_gloo_raw();
   if (name == "nccl-raw") return make_nccl_raw();
   return make_pg_backend(name);

@@ -23,16 +23,16 @@ using Count = int;
 #define PGB_MPI(fn) fn
 #endif
 
-class MpiRaw : public Backend {
+class MpiRaw : public MpiBarrierBackend {
  public:
-  MpiRaw() : Backend("mpi-raw") {}
+  MpiRaw() : MpiBarrierBackend("mpi-raw") {}
 
   std::string description() const override {
     return "MPI called directly (" + library_ + ") on a duplicate of MPI_COMM_WORLD";
   }
 
   void setup(const SetupInfo &info) override {
-    MPI_Comm_dup(info.world, &comm_);
+    dup_world(info);
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     rank_ = info.rank;
     nranks_ = info.nranks;
@@ -94,16 +94,7 @@ class MpiRaw : public Backend {
     return std::string("MPI ") + collective_name(c.coll) + " failed: " + text;
   }
 
-  std::string barrier() override {
-    return MPI_Barrier(comm_) == MPI_SUCCESS ? "" : "MPI_Barrier failed";
-  }
-
-  void teardown() override {
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  }
-
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int nranks_ = 1;
   std::string library_;

@@ -132,7 +132,9 @@ std::string usage_text() {
        "  -B, --backends LIST     comma list of backends: any pgstrategy backend or plugin\n"
        "                          by name (created for device cpu), and the baselines\n"
        "                          mpi-raw (MPI on a duplicate of MPI_COMM_WORLD), gloo-raw\n"
-       "                          (Gloo over TCP) and nccl-raw (NCCL on the local GPU).\n"
+       "                          (Gloo over TCP), nccl-raw (NCCL on the local GPU) and\n"
+       "                          memcpy (every rank copies the allreduce row's bytes:\n"
+       "                          the memory-copy ceiling; its rows are not checked).\n"
        "                          Default: the CPU default backend, mpi-raw, and gloo-raw\n"
        "                          when built with Gloo. Unavailable ones are skipped.\n"
        "  -r, --repetitions R     repeat the whole interleaved sweep R times and report\n"
@@ -147,7 +149,8 @@ std::string usage_text() {
        "Each timed iteration starts after the backend's own barrier (MPI_Barrier,\n"
        "pg_barrier, gloo::barrier); its time is the slowest rank's; a row reports\n"
        "the median. algbw = size / time; busbw = algbw * factor\n"
-       "(allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1).\n"
+       "(allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1;\n"
+       "memcpy 1: bytes copied / time).\n"
        "Exit status: 0 when all ran and every check passed, 1 when a check found wrong\n"
        "values, 2 on bad arguments.\n";
   return o.str();

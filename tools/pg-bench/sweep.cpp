@@ -86,7 +86,10 @@ Results run_sweep(const Options &opts, MPI_Comm comm, std::vector<std::unique_pt
   res.nranks = nranks;
   size_t max_bytes = 0;
   res.layouts = plan_layouts(opts, nranks, &max_bytes);
-  for (const auto &b : backends) res.backends.push_back(b->name());
+  for (const auto &b : backends) {
+    res.backends.push_back(b->name());
+    res.copies_only.push_back(b->copies_only());
+  }
   res.skipped.resize(res.collectives.size());
   res.data.resize(static_cast<size_t>(opts.repetitions));
   for (auto &rep : res.data) {
