@@ -3,8 +3,10 @@
  *
  * It implements one operation, allreduce, as the classic bandwidth-optimal ring
  * over MPI point-to-point, and leaves every other operation NULL: the library
- * runs those on the device's default backend (mpi on cpu). Build it as
- * libpg_backend_ring.so; select it with
+ * runs those on the device's default backend (mpi on cpu). It adds with the
+ * library's own kernel (pg_reduce_local), so it serves every dtype; it could
+ * serve every op too, but to show how a backend declines a call it takes SUM
+ * and AVG only. Build it as libpg_backend_ring.so; select it with
  *
  *     PGS_PLUGIN_PATH=/dir/of/the/plugin PGS_BACKEND=cpu:ring mpiexec -n 4 ./app
  *
@@ -16,6 +18,7 @@
  *      own copy. Afterwards rank r holds the full sum of chunk (r+1) mod P.
  *   2. allgather, P-1 steps: in step s, rank r sends chunk (r+1-s) mod P to
  *      rank r+1 and stores chunk (r-s) mod P received from rank r-1.
+ *   3. AVG only: every rank divides its result by P (pg_reduce_finish).
  * Each rank sends and receives 2(P-1)/P * N elements. Every chunk is summed in
  * one order, by one chain of ranks, then copied: all ranks get bit-identical
  * results, as the library requires.
@@ -24,7 +27,6 @@
  * never overflow and the scratch buffer stays small. Every chunk is cut into the
  * same number of segments (some may be empty), so each send matches one receive.
  */
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,33 +72,6 @@ static void ring_destroy(void *state) {
   free(st);
 }
 
-/* --- element-wise sum ------------------------------------------------------ */
-
-static size_t dtype_size(pg_dtype dtype) {
-  switch (dtype) {
-    case PG_INT32: case PG_FLOAT32: return 4;
-    case PG_INT64: case PG_FLOAT64: return 8;
-    default: return 0; /* not handled by this backend */
-  }
-}
-
-/* acc[i] += in[i] for n elements. */
-static void add_into(void *acc, const void *in, size_t n, pg_dtype dtype) {
-  size_t i;
-  switch (dtype) {
-    case PG_FLOAT32: { float *a = (float *)acc; const float *b = (const float *)in;
-      for (i = 0; i < n; ++i) a[i] += b[i]; break; }
-    case PG_FLOAT64: { double *a = (double *)acc; const double *b = (const double *)in;
-      for (i = 0; i < n; ++i) a[i] += b[i]; break; }
-    case PG_INT32: { int32_t *a = (int32_t *)acc; const int32_t *b = (const int32_t *)in;
-      /* wrap around like MPI does on two's complement machines */
-      for (i = 0; i < n; ++i) a[i] = (int32_t)((uint32_t)a[i] + (uint32_t)b[i]); break; }
-    case PG_INT64: { int64_t *a = (int64_t *)acc; const int64_t *b = (const int64_t *)in;
-      for (i = 0; i < n; ++i) a[i] = (int64_t)((uint64_t)a[i] + (uint64_t)b[i]); break; }
-    default: break;
-  }
-}
-
 /* --- the ring -------------------------------------------------------------- */
 
 /* Chunk c of P covers elements [first, first+len): the first (count % P)
@@ -113,7 +88,7 @@ static int mod(int a, int P) { return ((a % P) + P) % P; }
  * `recv_chunk` from the left one, segment by segment. With `reduce` the received
  * data is added into buf, otherwise stored into it. */
 static pg_status ring_step(ring_state *st, char *buf, size_t count, size_t esize,
-                           pg_dtype dtype, int send_chunk, int recv_chunk, int reduce,
+                           pg_dtype dtype, pg_op op, int send_chunk, int recv_chunk, int reduce,
                            size_t segments, size_t seg_elems) {
   const pg_backend_context *ctx = st->ctx;
   const int right = (ctx->rank + 1) % ctx->size, left = mod(ctx->rank - 1, ctx->size);
@@ -137,7 +112,8 @@ static pg_status ring_step(ring_state *st, char *buf, size_t count, size_t esize
       if (ctx->log) ctx->log(PG_LOG_ERROR, text);
       return PG_ERR_BACKEND;
     }
-    if (reduce) add_into(buf + (r_first + off) * esize, st->scratch, r_n, dtype);
+    /* The built-in backends' arithmetic, for every dtype (PG_AVG adds too). */
+    if (reduce) pg_reduce_local(dtype, op, buf + (r_first + off) * esize, st->scratch, r_n);
   }
   return PG_OK;
 }
@@ -147,10 +123,10 @@ static pg_status ring_step(ring_state *st, char *buf, size_t count, size_t esize
 static pg_status ring_allreduce(void *state, const void *send, void *recv, size_t count,
                                 pg_dtype dtype, pg_op op) {
   ring_state *st = (ring_state *)state;
-  const size_t esize = dtype_size(dtype);
+  const size_t esize = pg_dtype_size(dtype);
   /* Not ours: say so BEFORE communicating, and the library runs this call on
    * the default backend instead. */
-  if (op != PG_SUM || esize == 0) return PG_ERR_UNSUPPORTED;
+  if (op != PG_SUM && op != PG_AVG) return PG_ERR_UNSUPPORTED;
 
   if (send != recv && count > 0) memcpy(recv, send, count * esize);
   const int P = st->ctx->size;
@@ -164,16 +140,16 @@ static pg_status ring_allreduce(void *state, const void *send, void *recv, size_
   char *buf = (char *)recv;
   int s;
   for (s = 0; s < P - 1; ++s) { /* reduce-scatter */
-    pg_status rc = ring_step(st, buf, count, esize, dtype, mod(r - s, P), mod(r - s - 1, P), 1,
+    pg_status rc = ring_step(st, buf, count, esize, dtype, op, mod(r - s, P), mod(r - s - 1, P), 1,
                              segments, seg_elems);
     if (rc != PG_OK) return rc;
   }
   for (s = 0; s < P - 1; ++s) { /* allgather */
-    pg_status rc = ring_step(st, buf, count, esize, dtype, mod(r + 1 - s, P), mod(r - s, P), 0,
+    pg_status rc = ring_step(st, buf, count, esize, dtype, op, mod(r + 1 - s, P), mod(r - s, P), 0,
                              segments, seg_elems);
     if (rc != PG_OK) return rc;
   }
-  return PG_OK;
+  return pg_reduce_finish(dtype, op, buf, count, P);
 }
 
 /* --- registration ---------------------------------------------------------- */

@@ -1,9 +1,12 @@
 # Checks a pg-bench CSV file:
-#   cmake -DCSV=<file> -DEXPECT_ROWS=<n> -DEXPECT_BACKENDS=<a|b> -P check_csv.cmake
+#   cmake -DCSV=<file> -DEXPECT_ROWS=<n> -DEXPECT_BACKENDS=<a|b> [-DCOPY_ONLY=<a|b>] -P check_csv.cmake
 # - the header has the documented columns, in order, first;
 # - every row has as many fields as the header, integer sizes and counts,
-#   in_place 0 or 1, positive times and bandwidths, and wrong == 0;
+#   in_place 0 or 1, positive times and bandwidths, and wrong == 0 — except the
+#   rows of COPY_ONLY backends (memcpy): allreduce only, wrong empty (nothing
+#   was checked), busbw == algbw;
 # - the row count and the set of backends are as expected.
+cmake_policy(VERSION 3.21)  # lists keep empty fields (CMP0007); IN_LIST
 set(_required backend collective bytes count dtype op in_place time_us algbw busbw wrong)
 if(NOT EXISTS "${CSV}")
   message(FATAL_ERROR "no CSV file at ${CSV}")
@@ -25,6 +28,7 @@ foreach(_name IN LISTS _required)
   math(EXPR _i "${_i} + 1")
 endforeach()
 
+string(REPLACE "|" ";" _copy_only "${COPY_ONLY}")
 list(SUBLIST _lines 1 -1 _rows)
 set(_backends "")
 set(_count 0)
@@ -40,7 +44,9 @@ foreach(_row IN LISTS _rows)
   list(GET _f 2 _bytes)
   list(GET _f 3 _elems)
   list(GET _f 6 _ip)
+  list(GET _f 1 _coll)
   list(GET _f 7 _time)
+  list(GET _f 8 _algbw)
   list(GET _f 9 _busbw)
   list(GET _f 10 _wrong)
   if(NOT _bytes MATCHES "^[1-9][0-9]*$" OR NOT _elems MATCHES "^[1-9][0-9]*$")
@@ -55,7 +61,11 @@ foreach(_row IN LISTS _rows)
   if(NOT _busbw MATCHES "^[0-9.e+-]+$")
     message(FATAL_ERROR "${CSV}: busbw is not a number in '${_row}'")
   endif()
-  if(NOT _wrong STREQUAL "0")
+  if(_backend IN_LIST _copy_only)
+    if(NOT _coll STREQUAL "allreduce" OR NOT _wrong STREQUAL "" OR NOT _busbw STREQUAL _algbw)
+      message(FATAL_ERROR "${CSV}: a ${_backend} row must be allreduce, unchecked, busbw == algbw: '${_row}'")
+    endif()
+  elseif(NOT _wrong STREQUAL "0")
     message(FATAL_ERROR "${CSV}: wrong must be 0 in '${_row}'")
   endif()
   list(APPEND _backends ${_backend})

@@ -1,7 +1,8 @@
 // What pg-bench measures: a Backend runs one collective call at a time. The
-// pgstrategy backends (any registered or plugin name) and the baselines that
-// call the underlying libraries directly (mpi-raw, gloo-raw, nccl-raw) share
-// this interface, so the sweep treats them alike.
+// pgstrategy backends (any registered or plugin name), the baselines that
+// call the underlying libraries directly (mpi-raw, gloo-raw, nccl-raw) and the
+// memory-copy baseline (memcpy) share this interface, so the sweep treats
+// them alike.
 #pragma once
 
 #include <mpi.h>
@@ -70,6 +71,9 @@ class Backend {
     (void)c, (void)dtype, (void)op;
     return "";
   }
+  // True for a baseline that copies the row's bytes instead of running the
+  // collective: its results are not checked, and its busbw is bytes / time.
+  virtual bool copies_only() const { return false; }
 
   // Buffers. By default the sweep hands every backend the same host buffers;
   // a backend that needs its own (device memory, pg_mem_alloc) says so and
@@ -100,9 +104,27 @@ class Backend {
   std::string name_;
 };
 
+// A baseline whose barrier is MPI_Barrier on its own duplicate of
+// SetupInfo::world (mpi-raw, memcpy).
+class MpiBarrierBackend : public Backend {
+ public:
+  using Backend::Backend;
+  std::string barrier() override {
+    return MPI_Barrier(comm_) == MPI_SUCCESS ? "" : "MPI_Barrier failed";
+  }
+  void teardown() override {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+
+ protected:
+  void dup_world(const SetupInfo &info) { MPI_Comm_dup(info.world, &comm_); }
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
 // The baselines; each lives in its own file, with a stand-in (make_not_built)
 // when its library is absent from the build.
 std::unique_ptr<Backend> make_mpi_raw();
+std::unique_ptr<Backend> make_memcpy();
 // A baseline whose library is not in this build: it reports itself unavailable.
 std::unique_ptr<Backend> make_not_built(const std::string &name, const std::string &library);
 std::unique_ptr<Backend> make_gloo_raw();
@@ -122,9 +144,9 @@ std::vector<std::unique_ptr<Backend>> open_backends(const std::vector<std::strin
                                                     const SetupInfo &info,
                                                     std::vector<std::string> *skipped);
 
-// Agreement helpers over `comm`: the failure of the lowest failing rank.
-// `local` is "" when this rank succeeded. Returns "" when every rank did,
-// else "rank R: message" (the same on every rank).
+// Agreement over `comm` (pg::agree): `local` is "" when this rank succeeded.
+// Returns "" when every rank did, else the same message on every rank, naming
+// the ranks that failed (unless all did) and why.
 std::string agree_on_failure(MPI_Comm comm, const std::string &local);
 
 }  // namespace pgbench

@@ -3,41 +3,18 @@
 #include <cstring>
 
 #include "backend.h"
+#include "core/agree.h"
 
 namespace pgbench {
 namespace {
 
-// The worst `code` over ranks and the message of the lowest rank that has it.
-struct Verdict {
-  int code = 0;
-  int rank = -1;
-  std::string message;
-};
-
-Verdict agree(MPI_Comm comm, int code, const std::string &message) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  Verdict v;
-  MPI_Allreduce(&code, &v.code, 1, MPI_INT, MPI_MAX, comm);
-  if (v.code == 0) return v;
-  const int candidate = code == v.code ? rank : size;
-  MPI_Allreduce(&candidate, &v.rank, 1, MPI_INT, MPI_MIN, comm);
-  int len = rank == v.rank ? static_cast<int>(message.size()) : 0;
-  MPI_Bcast(&len, 1, MPI_INT, v.rank, comm);
-  std::vector<char> text(static_cast<size_t>(len) + 1, '\0');
-  if (rank == v.rank) std::memcpy(text.data(), message.data(), static_cast<size_t>(len));
-  MPI_Bcast(text.data(), len, MPI_CHAR, v.rank, comm);
-  v.message.assign(text.data(), static_cast<size_t>(len));
-  return v;
-}
-
 bool is_baseline(const std::string &name) {
-  return name == "mpi-raw" || name == "gloo-raw" || name == "nccl-raw";
+  return name == "mpi-raw" || name == "memcpy" || name == "gloo-raw" || name == "nccl-raw";
 }
 
 std::unique_ptr<Backend> make_backend(const std::string &name) {
   if (name == "mpi-raw") return make_mpi_raw();
+  if (name == "memcpy") return make_memcpy();
   if (name == "gloo-raw") return make_gloo_raw();
   if (name == "nccl-raw") return make_nccl_raw();
   return make_pg_backend(name);
@@ -66,9 +43,8 @@ void Backend::copy_in(void *dst, const void *host, size_t bytes) { std::memcpy(d
 void Backend::copy_out(void *host, const void *src, size_t bytes) { std::memcpy(host, src, bytes); }
 
 std::string agree_on_failure(MPI_Comm comm, const std::string &local) {
-  const Verdict v = agree(comm, local.empty() ? 0 : 1, local);
-  if (v.code == 0) return "";
-  return "rank " + std::to_string(v.rank) + ": " + v.message;
+  if (pg::agree(comm, local.empty() ? PG_OK : PG_ERR_BACKEND, local) == PG_OK) return "";
+  return pg_last_error();
 }
 
 std::vector<std::string> default_backends() {
@@ -81,33 +57,31 @@ std::vector<std::string> default_backends() {
 std::vector<std::unique_ptr<Backend>> open_backends(const std::vector<std::string> &names,
                                                     const SetupInfo &info,
                                                     std::vector<std::string> *skipped) {
-  enum { kOk = 0, kUnavailable = 1, kError = 2 };
   std::vector<std::unique_ptr<Backend>> open;
   for (const auto &name : names) {
     std::unique_ptr<Backend> b = make_backend(name);
     // Local availability first, so no rank enters a collective setup that a
     // peer will not join.
-    std::string why = b->probe();
-    Verdict v = agree(info.world, why.empty() ? kOk : kUnavailable, why);
-    if (v.code != kOk) {
-      skipped->push_back(name + ": " + v.message);
+    std::string unavailable = agree_on_failure(info.world, b->probe());
+    if (!unavailable.empty()) {
+      skipped->push_back(name + ": " + unavailable);
       continue;
     }
-    int code = kOk;
+    std::string error;
     try {
       b->setup(info);
     } catch (const Unavailable &e) {
-      code = kUnavailable;
-      why = e.what();
+      unavailable = e.what();
     } catch (const std::exception &e) {
-      code = kError;
-      why = e.what();
+      error = e.what();
     }
-    v = agree(info.world, code, why);
-    if (v.code == kError)
-      throw Error("backend '" + name + "' (rank " + std::to_string(v.rank) + "): " + v.message);
-    if (v.code == kUnavailable) {
-      skipped->push_back(name + ": " + v.message +
+    // An error anywhere stops the run, even where another rank found the
+    // backend merely unavailable.
+    error = agree_on_failure(info.world, error);
+    if (!error.empty()) throw Error("backend '" + name + "': " + error);
+    unavailable = agree_on_failure(info.world, unavailable);
+    if (!unavailable.empty()) {
+      skipped->push_back(name + ": " + unavailable +
                          (is_baseline(name) ? "" : " (pgstrategy backend, device cpu)"));
       continue;
     }

@@ -8,7 +8,8 @@
 
 #include "backend.h"
 #include "backends/mpi/mpi_types.h"
-#include "dtypes.h"
+#include "core/dtype.h"
+#include "core/reduce.h"
 
 namespace pgbench {
 namespace {
@@ -22,16 +23,16 @@ using Count = int;
 #define PGB_MPI(fn) fn
 #endif
 
-class MpiRaw : public Backend {
+class MpiRaw : public MpiBarrierBackend {
  public:
-  MpiRaw() : Backend("mpi-raw") {}
+  MpiRaw() : MpiBarrierBackend("mpi-raw") {}
 
   std::string description() const override {
     return "MPI called directly (" + library_ + ") on a duplicate of MPI_COMM_WORLD";
   }
 
   void setup(const SetupInfo &info) override {
-    MPI_Comm_dup(info.world, &comm_);
+    dup_world(info);
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     rank_ = info.rank;
     nranks_ = info.nranks;
@@ -52,13 +53,13 @@ class MpiRaw : public Backend {
     const MPI_Datatype type = pg::mpi::datatype(c.dtype);
     MPI_Op op = MPI_OP_NULL;
     if (pg::mpi::operation(c.dtype, c.op, &op) != PG_OK) return "MPI_Op_create failed";
-    const size_t es = dtype_size(c.dtype);
+    const size_t es = pg::dtype_size(c.dtype);
     int rc = MPI_SUCCESS;
     switch (c.coll) {
       case Collective::Allreduce:
         rc = PGB_MPI(MPI_Allreduce)(c.in_place ? MPI_IN_PLACE : c.send, c.recv, n, type,
                                     op, comm_);
-        if (rc == MPI_SUCCESS && c.op == PG_AVG) scale_for_avg(c.dtype, c.recv, c.count, nranks_);
+        if (rc == MPI_SUCCESS) pg::reduce_finish(c.dtype, c.op, c.recv, c.count, nranks_);
         break;
       case Collective::Allgather:
         rc = PGB_MPI(MPI_Allgather)(c.in_place ? MPI_IN_PLACE : c.send, n, type, c.recv, n, type,
@@ -76,7 +77,7 @@ class MpiRaw : public Backend {
           rc = PGB_MPI(MPI_Reduce_scatter_block)(c.send, c.recv, n, type, op,
                                                  comm_);
         }
-        if (rc == MPI_SUCCESS && c.op == PG_AVG) scale_for_avg(c.dtype, c.recv, c.count, nranks_);
+        if (rc == MPI_SUCCESS) pg::reduce_finish(c.dtype, c.op, c.recv, c.count, nranks_);
         break;
       case Collective::Broadcast:
         rc = PGB_MPI(MPI_Bcast)(c.recv, n, type, c.root, comm_);
@@ -93,16 +94,7 @@ class MpiRaw : public Backend {
     return std::string("MPI ") + collective_name(c.coll) + " failed: " + text;
   }
 
-  std::string barrier() override {
-    return MPI_Barrier(comm_) == MPI_SUCCESS ? "" : "MPI_Barrier failed";
-  }
-
-  void teardown() override {
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  }
-
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int nranks_ = 1;
   std::string library_;

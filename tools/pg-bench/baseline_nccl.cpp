@@ -8,7 +8,7 @@
 
 #include "backend.h"
 #include "backends/nccl/nccl_types.h"
-#include "dtypes.h"
+#include "core/dtype.h"
 
 namespace pgbench {
 namespace {
@@ -93,7 +93,7 @@ class NcclRaw : public Backend {
     const ncclDataType_t t = pg::nccl::datatype(c.dtype);
     ncclRedOp_t op = ncclSum;  // bitwise operators are refused in unsupported()
     pg::nccl::reduction(c.op, &op);
-    const size_t es = dtype_size(c.dtype);
+    const size_t es = pg::dtype_size(c.dtype);
     ncclResult_t r = ncclSuccess;
     switch (c.coll) {
       case Collective::Allreduce:

@@ -1,50 +1,73 @@
 #include "options.h"
 
-#include <cerrno>
-#include <climits>
-#include <cstdlib>
+#include <getopt.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <set>
 #include <sstream>
+#include <string_view>
 
-#include "dtypes.h"
+#include "core/dtype.h"
+#include "core/text.h"
 
 namespace pgbench {
 namespace {
 
-std::vector<std::string> split_commas(const std::string &s) {
-  std::vector<std::string> parts;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',') {
-      parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  parts.push_back(cur);
-  return parts;
-}
-
 bool parse_int(const std::string &text, long min, long max, long *out) {
-  if (text.empty()) return false;
-  char *end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < min || v > max) return false;
+  long v = 0;
+  if (!pg::text::parse_number(text, &v) || v < min || v > max) return false;
   *out = v;
   return true;
+}
+
+// Every value of an enum that counts from 0 (pg_dtype, pg_op).
+template <typename T>
+std::vector<T> every(int count) {
+  std::vector<T> all;
+  for (int v = 0; v < count; ++v) all.push_back(static_cast<T>(v));
+  return all;
+}
+const std::vector<pg_dtype> kDtypes = every<pg_dtype>(pg::kDtypeCount);
+const std::vector<pg_op> kOps = every<pg_op>(pg::kOpCount);
+
+// The library's names of `values`, comma-separated, for help and messages.
+template <typename T>
+std::string names(const std::vector<T> &values, const char *(*name)(T)) {
+  std::vector<std::string> all;
+  for (T v : values) all.push_back(name(v));
+  return pg::text::join(all, ", ");
+}
+
+// The value of `values` whose library name is `text`; false when none is.
+template <typename T>
+bool parse_name(const std::string &text, const std::vector<T> &values, const char *(*name)(T), T *out) {
+  for (T v : values)
+    if (text == name(v)) {
+      *out = v;
+      return true;
+    }
+  return false;
+}
+
+// "" when `op` applies to `dtype` (the rule of pg_strategy.h), otherwise why not.
+std::string op_dtype_mismatch(pg_dtype dtype, pg_op op) {
+  if (pg::op_supported(dtype, op)) return "";
+  std::vector<pg_dtype> wanted;
+  for (pg_dtype d : kDtypes)
+    if (pg::is_floating(d) == (op == PG_AVG)) wanted.push_back(d);
+  return std::string("op '") + pg::op_name(op) + "' needs " +
+         (op == PG_AVG ? "a floating" : "an integer") + " type (" + names(wanted, pg::dtype_name) +
+         "), not '" + pg::dtype_name(dtype) + "'";
 }
 
 }  // namespace
 
 bool parse_size(const std::string &text, size_t *out) {
-  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
-  char *end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0) return false;
-  const std::string suffix(end);
+  const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
+  unsigned long long v = 0;
+  if (!pg::text::parse_number(std::string_view(text).substr(0, digits), &v)) return false;
+  const std::string suffix = text.substr(digits);
   unsigned shift = 0;
   if (!suffix.empty() && suffix != "B" && suffix != "b") {
     switch (suffix[0]) {
@@ -56,7 +79,7 @@ bool parse_size(const std::string &text, size_t *out) {
     const std::string rest = suffix.substr(1);
     if (!rest.empty() && rest != "B" && rest != "iB") return false;
   }
-  if (shift && v > (static_cast<unsigned long long>(SIZE_MAX) >> shift)) return false;
+  if (v > (static_cast<unsigned long long>(SIZE_MAX) >> shift)) return false;
   *out = static_cast<size_t>(v) << shift;
   return true;
 }
@@ -97,10 +120,10 @@ std::string usage_text() {
        "  -w, --warmup_iters N    untimed iterations before them (default 5)\n"
        "  -c, --check 0|1         check every result against its exact expectation (default 1)\n"
        "  -d, --datatype TYPE     "
-    << dtype_names()
+    << names(kDtypes, pg::dtype_name)
     << " (default float32)\n"
        "  -o, --op OP             "
-    << op_names()
+    << names(kOps, pg::op_name)
     << " (default sum)\n"
        "  -C, --collectives LIST  comma list of "
     << collective_names()
@@ -109,7 +132,9 @@ std::string usage_text() {
        "  -B, --backends LIST     comma list of backends: any pgstrategy backend or plugin\n"
        "                          by name (created for device cpu), and the baselines\n"
        "                          mpi-raw (MPI on a duplicate of MPI_COMM_WORLD), gloo-raw\n"
-       "                          (Gloo over TCP) and nccl-raw (NCCL on the local GPU).\n"
+       "                          (Gloo over TCP), nccl-raw (NCCL on the local GPU) and\n"
+       "                          memcpy (every rank copies the allreduce row's bytes:\n"
+       "                          the memory-copy ceiling; its rows are not checked).\n"
        "                          Default: the CPU default backend, mpi-raw, and gloo-raw\n"
        "                          when built with Gloo. Unavailable ones are skipped.\n"
        "  -r, --repetitions R     repeat the whole interleaved sweep R times and report\n"
@@ -124,114 +149,139 @@ std::string usage_text() {
        "Each timed iteration starts after the backend's own barrier (MPI_Barrier,\n"
        "pg_barrier, gloo::barrier); its time is the slowest rank's; a row reports\n"
        "the median. algbw = size / time; busbw = algbw * factor\n"
-       "(allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1).\n"
+       "(allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1;\n"
+       "memcpy 1: bytes copied / time).\n"
        "Exit status: 0 when all ran and every check passed, 1 when a check found wrong\n"
        "values, 2 on bad arguments.\n";
   return o.str();
 }
 
 std::string parse_options(int argc, char **argv, Options *out) {
+  enum { kCsv = 256, kMemAlloc, kThreadLevel };  // long-only flags
+  static const option kFlags[] = {
+      {"minbytes", required_argument, nullptr, 'b'},
+      {"maxbytes", required_argument, nullptr, 'e'},
+      {"stepfactor", required_argument, nullptr, 'f'},
+      {"iters", required_argument, nullptr, 'n'},
+      {"warmup_iters", required_argument, nullptr, 'w'},
+      {"check", required_argument, nullptr, 'c'},
+      {"datatype", required_argument, nullptr, 'd'},
+      {"op", required_argument, nullptr, 'o'},
+      {"collectives", required_argument, nullptr, 'C'},
+      {"backends", required_argument, nullptr, 'B'},
+      {"repetitions", required_argument, nullptr, 'r'},
+      {"csv", required_argument, nullptr, kCsv},
+      {"mem-alloc", no_argument, nullptr, kMemAlloc},
+      {"thread-level", required_argument, nullptr, kThreadLevel},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
+  // '+': stop at the first non-flag instead of reordering argv (MPI_Init sees
+  // it next); ':': a missing value is told apart from an unknown flag.
+  static const char kShort[] = "+:b:e:f:n:w:c:d:o:C:B:r:h";
+
   Options o;
-  std::set<std::string> seen_backends;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string flag = arg, value;
-    bool has_value = false;
-    // --name=value and -xVALUE forms.
-    if (arg.rfind("--", 0) == 0) {
-      const auto eq = arg.find('=');
-      if (eq != std::string::npos) {
-        flag = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-        has_value = true;
-      }
-    } else if (arg.size() > 2 && arg[0] == '-') {
-      flag = arg.substr(0, 2);
-      value = arg.substr(2);
-      has_value = true;
+  opterr = 0;  // the messages below name the flag, the value and what is accepted
+  optind = 1;
+  int c = 0, index = -1;
+  while ((c = getopt_long(argc, argv, kShort, kFlags, &index)) != -1) {
+    // The flag as written: "-b" or "--minbytes" (getopt_long sets `index`
+    // only for a long flag it accepted).
+    std::string flag = index >= 0 ? std::string("--") + kFlags[index].name : std::string("-") + char(c);
+    index = -1;
+    if (c == '?' || c == ':') {
+      // A bad long flag is the argument getopt_long just passed; a bad short
+      // one may sit inside a cluster ("-hZ"), so it is named by optopt.
+      const std::string arg = argv[optind - 1];
+      const bool no_value = c == '?' && (optopt == 'h' || optopt == kMemAlloc);
+      const bool written_long = arg.rfind("--", 0) == 0 && (c == ':' || optopt == 0 || no_value);
+      flag = written_long ? arg.substr(0, arg.find('=')) : std::string("-") + char(optopt);
+      if (c == ':') return "flag " + flag + " needs a value (see -h)";
+      if (no_value) return "flag " + flag + " takes no value (given '" + arg + "')";
+      return "unknown flag '" + flag + "' (see -h)";
     }
-    static const std::set<std::string> no_value = {"-h", "--help", "--mem-alloc"};
-    if (flag.empty() || flag[0] != '-' || flag == "-" || flag == "--")
-      return "unexpected argument '" + arg + "' (see -h)";
-    if (no_value.count(flag)) {
-      if (has_value) return "flag " + flag + " takes no value (given '" + arg + "')";
-      if (flag == "--mem-alloc")
-        o.mem_alloc = true;
-      else
-        o.help = true;
-      continue;
-    }
-    static const std::set<std::string> with_value = {
-        "-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-n", "--iters",
-        "-w", "--warmup_iters", "-c", "--check", "-d", "--datatype", "-o", "--op",
-        "-C", "--collectives", "-B", "--backends", "-r", "--repetitions", "--csv",
-        "--thread-level"};
-    if (!with_value.count(flag)) return "unknown flag '" + flag + "' (see -h)";
-    if (!has_value) {
-      if (i + 1 >= argc) return "flag " + flag + " needs a value (see -h)";
-      value = argv[++i];
-    }
+    const std::string value = optarg ? optarg : "";
     auto bad = [&](const std::string &what) {
       return "bad value '" + value + "' for " + flag + ": " + what;
     };
     long v = 0;
-    if (flag == "-b" || flag == "--minbytes") {
-      if (!parse_size(value, &o.min_bytes)) return bad("expected a size such as 8, 4K, 256M, 1G");
-    } else if (flag == "-e" || flag == "--maxbytes") {
-      if (!parse_size(value, &o.max_bytes)) return bad("expected a size such as 8, 4K, 256M, 1G");
-    } else if (flag == "-f" || flag == "--stepfactor") {
-      if (!parse_int(value, 2, 1L << 20, &v)) return bad("expected an integer >= 2");
-      o.factor = static_cast<uint64_t>(v);
-    } else if (flag == "-n" || flag == "--iters") {
-      if (!parse_int(value, 1, 100000000, &v)) return bad("expected an integer >= 1");
-      o.iters = static_cast<int>(v);
-    } else if (flag == "-w" || flag == "--warmup_iters") {
-      if (!parse_int(value, 0, 100000000, &v)) return bad("expected an integer >= 0");
-      o.warmup = static_cast<int>(v);
-    } else if (flag == "-c" || flag == "--check") {
-      if (value != "0" && value != "1") return bad("expected 0 or 1");
-      o.check = value == "1";
-    } else if (flag == "-d" || flag == "--datatype") {
-      if (!parse_dtype(value, &o.dtype)) return bad("expected one of " + dtype_names());
-    } else if (flag == "-o" || flag == "--op") {
-      if (!parse_op(value, &o.op)) return bad("expected one of " + op_names());
-    } else if (flag == "-C" || flag == "--collectives") {
-      o.collectives.clear();
-      for (const auto &name : split_commas(value)) {
-        if (name == "all") {
-          o.collectives = all_collectives();
-          continue;
+    switch (c) {
+      case 'b':
+        if (!parse_size(value, &o.min_bytes)) return bad("expected a size such as 8, 4K, 256M, 1G");
+        break;
+      case 'e':
+        if (!parse_size(value, &o.max_bytes)) return bad("expected a size such as 8, 4K, 256M, 1G");
+        break;
+      case 'f':
+        if (!parse_int(value, 2, 1L << 20, &v)) return bad("expected an integer >= 2");
+        o.factor = static_cast<uint64_t>(v);
+        break;
+      case 'n':
+        if (!parse_int(value, 1, 100000000, &v)) return bad("expected an integer >= 1");
+        o.iters = static_cast<int>(v);
+        break;
+      case 'w':
+        if (!parse_int(value, 0, 100000000, &v)) return bad("expected an integer >= 0");
+        o.warmup = static_cast<int>(v);
+        break;
+      case 'c':
+        if (value != "0" && value != "1") return bad("expected 0 or 1");
+        o.check = value == "1";
+        break;
+      case 'd':
+        if (!parse_name(value, kDtypes, pg::dtype_name, &o.dtype))
+          return bad("expected one of " + names(kDtypes, pg::dtype_name));
+        break;
+      case 'o':
+        if (!parse_name(value, kOps, pg::op_name, &o.op))
+          return bad("expected one of " + names(kOps, pg::op_name));
+        break;
+      case 'C':
+        o.collectives.clear();
+        for (const auto &name : pg::text::split(value, ',')) {
+          if (name == "all") {
+            o.collectives = all_collectives();
+            continue;
+          }
+          Collective coll;
+          if (!parse_collective(name, &coll))
+            return bad("unknown collective '" + name + "'; expected a comma list of " +
+                       collective_names() + ", or all");
+          if (std::find(o.collectives.begin(), o.collectives.end(), coll) == o.collectives.end())
+            o.collectives.push_back(coll);
         }
-        Collective c;
-        if (!parse_collective(name, &c))
-          return bad("unknown collective '" + name + "'; expected a comma list of " +
-                     collective_names() + ", or all");
-        bool dup = false;
-        for (auto x : o.collectives) dup = dup || x == c;
-        if (!dup) o.collectives.push_back(c);
+        break;
+      case 'B': {
+        o.backends.clear();
+        std::set<std::string> seen;
+        for (const auto &name : pg::text::split(value, ',')) {
+          if (name.empty()) return bad("empty backend name in the comma list");
+          if (!seen.insert(name).second) return bad("backend '" + name + "' named twice");
+          o.backends.push_back(name);
+        }
+        break;
       }
-    } else if (flag == "-B" || flag == "--backends") {
-      o.backends.clear();
-      seen_backends.clear();
-      for (const auto &name : split_commas(value)) {
-        if (name.empty()) return bad("empty backend name in the comma list");
-        if (!seen_backends.insert(name).second) return bad("backend '" + name + "' named twice");
-        o.backends.push_back(name);
-      }
-    } else if (flag == "-r" || flag == "--repetitions") {
-      if (!parse_int(value, 1, 1000000, &v)) return bad("expected an integer >= 1");
-      o.repetitions = static_cast<int>(v);
-    } else if (flag == "--csv") {
-      if (value.empty()) return bad("expected a file name");
-      o.csv_path = value;
-    } else if (flag == "--thread-level") {
-      if (value != "single" && value != "funneled" && value != "serialized" && value != "multiple")
-        return bad("expected single, funneled, serialized or multiple");
-      o.thread_level = value;
-    } else {
-      return "unknown flag '" + flag + "' (see -h)";
+      case 'r':
+        if (!parse_int(value, 1, 1000000, &v)) return bad("expected an integer >= 1");
+        o.repetitions = static_cast<int>(v);
+        break;
+      case kCsv:
+        if (value.empty()) return bad("expected a file name");
+        o.csv_path = value;
+        break;
+      case kMemAlloc:
+        o.mem_alloc = true;
+        break;
+      case kThreadLevel:
+        if (value != "single" && value != "funneled" && value != "serialized" && value != "multiple")
+          return bad("expected single, funneled, serialized or multiple");
+        o.thread_level = value;
+        break;
+      case 'h':
+        o.help = true;
+        break;
     }
   }
+  if (optind < argc) return "unexpected argument '" + std::string(argv[optind]) + "' (see -h)";
   if (o.min_bytes == 0) return "bad value 0 for -b: sizes start at 1 byte";
   if (o.min_bytes > o.max_bytes)
     return "-b (" + std::to_string(o.min_bytes) + ") is larger than -e (" +

@@ -7,7 +7,8 @@ For each collective, backend and placement: per size, the median over
 repetitions of busbw(backend) / busbw(baseline), each ratio taken within one
 repetition (pg-bench interleaves backends per size, so both were measured side
 by side); then the median, minimum and maximum of those over the sizes in
-[min, max]. Time ratios are the inverses. Standard library only.
+[min, max]. Time ratios are the inverses (between backends whose busbw has the
+same factor: not against memcpy). Standard library only.
 """
 import argparse
 import csv
@@ -43,25 +44,25 @@ def main():
     ap.add_argument("--per-size", action="store_true", help="also print each size's ratio")
     args = ap.parse_args()
 
-    # time[(collective, bytes, in_place, file, rep)][backend] = time_us
-    times = defaultdict(dict)
+    # busbw[(collective, bytes, in_place, file, rep)][backend]
+    busbw = defaultdict(dict)
     for index, path in enumerate(args.csv):
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
                 nbytes = int(row["bytes"])
                 if args.min <= nbytes <= args.max:
                     key = (row["collective"], nbytes, int(row["in_place"]), index, row.get("rep", "0"))
-                    times[key][row["backend"]] = float(row["time_us"])
+                    busbw[key][row["backend"]] = float(row["busbw"])
 
     # per_size[(collective, backend, in_place)][bytes] = [ratio per repetition]
     per_size = defaultdict(lambda: defaultdict(list))
-    for (coll, nbytes, ip, _file, _rep), by_backend in times.items():
+    for (coll, nbytes, ip, _file, _rep), by_backend in busbw.items():
         base = by_backend.get(args.baseline)
-        if base is None:
+        if not base:
             continue
-        for backend, t in by_backend.items():
-            if backend != args.baseline and t > 0:
-                per_size[(coll, backend, ip)][nbytes].append(base / t)
+        for backend, bw in by_backend.items():
+            if backend != args.baseline and bw > 0:
+                per_size[(coll, backend, ip)][nbytes].append(bw / base)
     if not per_size:
         sys.exit(f"{', '.join(args.csv)}: no size in range where both '{args.baseline}' and another backend ran")
 

@@ -4,13 +4,13 @@
 #include <cerrno>
 #include <string>
 
-#include "dtypes.h"
+#include "core/dtype.h"
 #include "timing.h"
 
 namespace pgbench {
 namespace {
 
-const char *redop_label(Collective c, pg_op op) { return is_reduction(c) ? op_name(op) : "none"; }
+const char *redop_label(Collective c, pg_op op) { return is_reduction(c) ? pg::op_name(op) : "none"; }
 
 std::string rstrip(std::string s) {
   while (!s.empty() && s.back() == ' ') s.pop_back();
@@ -55,11 +55,12 @@ bool row_median(const Results &res, size_t c, size_t s, size_t b, int ip, double
 // Per-size ratio to mpi-raw: median over repetitions of busbw(b) / busbw(mpi-raw),
 // both measured in the same repetition. False when either is missing.
 bool size_ratio(const Results &res, size_t c, size_t s, size_t b, size_t raw, int ip, double *ratio) {
+  const double factors = res.busbw_factor(c, b) / res.busbw_factor(c, raw);
   std::vector<double> r;
   for (int rep = 0; rep < res.repetitions; ++rep) {
     const Measurement &x = res.at(rep, c, s, b, ip);
     const Measurement &y = res.at(rep, c, s, raw, ip);
-    if (x.ran && y.ran && x.time_us > 0) r.push_back(y.time_us / x.time_us);
+    if (x.ran && y.ran && x.time_us > 0) r.push_back(y.time_us / x.time_us * factors);
   }
   if (r.empty()) return false;
   *ratio = median(r);
@@ -96,14 +97,15 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
   std::fprintf(out_, "# pg-bench, pgstrategy %d.%d.%d: %d ranks\n", major, minor, patch, nranks);
   std::fprintf(out_, "# MPI: %s (thread level %s)\n", mpi_line.c_str(), levels[level]);
   std::fprintf(out_, "# dtype %s, op %s, sizes %s to %s (x%llu), %d iterations after %d warm-up, %d repetition%s, check %s\n",
-               dtype_name(opts_.dtype), op_name(opts_.op), human_bytes(opts_.min_bytes).c_str(),
+               pg::dtype_name(opts_.dtype), pg::op_name(opts_.op), human_bytes(opts_.min_bytes).c_str(),
                human_bytes(opts_.max_bytes).c_str(), static_cast<unsigned long long>(opts_.factor),
                opts_.iters, opts_.warmup, opts_.repetitions, opts_.repetitions == 1 ? "" : "s",
                opts_.check ? "on" : "off");
   std::fprintf(out_, "# time: median over iterations of the slowest rank's time, each iteration after the backend's own barrier\n"
                      "#   (MPI_Barrier: mpi-raw, nccl-raw; pg_barrier: pgstrategy backends; gloo::barrier: gloo-raw)%s\n",
                opts_.repetitions > 1 ? "; rows: median over repetitions" : "");
-  std::fprintf(out_, "# algbw = size / time; busbw = algbw * factor (allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1, root 0)\n");
+  std::fprintf(out_, "# algbw = size / time; busbw = algbw * factor (allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1, root 0;\n"
+                     "#   memcpy: factor 1, bytes copied / time)\n");
   for (const auto &d : descriptions) std::fprintf(out_, "# backend %s\n", d.c_str());
   for (const auto &s : skipped_backends) std::fprintf(out_, "# skipped %s\n", s.c_str());
   std::fflush(out_);
@@ -131,7 +133,6 @@ void Report::rows_done(const Results &res, size_t c, size_t s) const {
   if (s == 0) table_header(res, c);
   const Collective coll = res.collectives[c];
   const Layout &l = res.layouts[c][s];
-  const double factor = busbw_factor(coll, res.nranks);
   const int w = static_cast<int>(name_width(res));
   for (size_t b = 0; b < res.backends.size(); ++b) {
     std::string cells;
@@ -144,7 +145,7 @@ void Report::rows_done(const Results &res, size_t c, size_t s) const {
       if (row_median(res, c, s, b, ip, &t, &wrong, &checked)) {
         any = true;
         const double alg = algbw(l.bytes, t);
-        std::snprintf(buf, sizeof buf, "  %10.2f %7.2f %7.2f %7s", t, alg, alg * factor,
+        std::snprintf(buf, sizeof buf, "  %10.2f %7.2f %7.2f %7s", t, alg, alg * res.busbw_factor(c, b),
                       checked ? std::to_string(wrong).c_str() : "N/A");
       } else {
         std::snprintf(buf, sizeof buf, "  %10s %7s %7s %7s", "-", "-", "-", "-");
@@ -152,7 +153,7 @@ void Report::rows_done(const Results &res, size_t c, size_t s) const {
       cells += buf;
     }
     if (!any) continue;
-    std::fprintf(out_, " %12zu %12zu %9s %7s %*s%s\n", l.bytes, l.count, dtype_name(opts_.dtype),
+    std::fprintf(out_, " %12zu %12zu %9s %7s %*s%s\n", l.bytes, l.count, pg::dtype_name(opts_.dtype),
                  redop_label(coll, opts_.op), w, res.backends[b].c_str(), cells.c_str());
   }
   std::fflush(out_);
@@ -161,7 +162,6 @@ void Report::rows_done(const Results &res, size_t c, size_t s) const {
 
 void Report::footer(const Results &res, size_t c) const {
   const Collective coll = res.collectives[c];
-  const double factor = busbw_factor(coll, res.nranks);
   size_t raw = res.backends.size();
   for (size_t b = 0; b < res.backends.size(); ++b)
     if (res.backends[b] == "mpi-raw") raw = b;
@@ -187,7 +187,7 @@ void Report::footer(const Results &res, size_t c) const {
         unsigned long long wrong = 0;
         bool checked = false;
         if (row_median(res, c, s, b, ip, &t, &wrong, &checked)) {
-          sum += algbw(res.layouts[c][s].bytes, t) * factor;
+          sum += algbw(res.layouts[c][s].bytes, t) * res.busbw_factor(c, b);
           ++n;
         }
         if (raw < res.backends.size() && size_ratio(res, c, s, b, raw, ip, &r))
@@ -240,7 +240,6 @@ bool write_csv(const Results &res, const Options &opts, FILE *f) {
   for (int rep = 0; rep < res.repetitions; ++rep)
     for (size_t c = 0; c < res.collectives.size(); ++c) {
       const Collective coll = res.collectives[c];
-      const double factor = busbw_factor(coll, res.nranks);
       for (size_t s = 0; s < res.layouts[c].size(); ++s) {
         const Layout &l = res.layouts[c][s];
         for (size_t b = 0; b < res.backends.size(); ++b)
@@ -249,8 +248,8 @@ bool write_csv(const Results &res, const Options &opts, FILE *f) {
             if (!m.ran) continue;
             const double alg = algbw(l.bytes, m.time_us);
             std::fprintf(f, "%s,%s,%zu,%zu,%s,%s,%d,%.3f,%.6g,%.6g,%s,%d,%d\n", res.backends[b].c_str(),
-                         collective_name(coll), l.bytes, l.count, dtype_name(opts.dtype),
-                         redop_label(coll, opts.op), ip, m.time_us, alg, alg * factor,
+                         collective_name(coll), l.bytes, l.count, pg::dtype_name(opts.dtype),
+                         redop_label(coll, opts.op), ip, m.time_us, alg, alg * res.busbw_factor(c, b),
                          m.checked ? std::to_string(m.wrong).c_str() : "", rep, res.nranks);
           }
       }

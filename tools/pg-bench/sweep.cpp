@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dtypes.h"
+#include "core/dtype.h"
 #include "timing.h"
 
 namespace pgbench {
@@ -60,7 +60,7 @@ void *host_alloc(size_t bytes) {
 std::vector<std::vector<Layout>> plan_layouts(const Options &opts, int nranks, size_t *max_bytes) {
   std::vector<std::vector<Layout>> plan;
   *max_bytes = 0;
-  const size_t es = dtype_size(opts.dtype);
+  const size_t es = pg::dtype_size(opts.dtype);
   for (Collective c : opts.collectives) {
     std::vector<Layout> layouts;
     for (size_t bytes : sweep_sizes(opts)) {
@@ -86,7 +86,10 @@ Results run_sweep(const Options &opts, MPI_Comm comm, std::vector<std::unique_pt
   res.nranks = nranks;
   size_t max_bytes = 0;
   res.layouts = plan_layouts(opts, nranks, &max_bytes);
-  for (const auto &b : backends) res.backends.push_back(b->name());
+  for (const auto &b : backends) {
+    res.backends.push_back(b->name());
+    res.copies_only.push_back(b->copies_only());
+  }
   res.skipped.resize(res.collectives.size());
   res.data.resize(static_cast<size_t>(opts.repetitions));
   for (auto &rep : res.data) {

@@ -32,6 +32,7 @@ struct Results {
   std::vector<Collective> collectives;
   std::vector<std::vector<Layout>> layouts;  // per collective, increasing sizes
   std::vector<std::string> backends;
+  std::vector<bool> copies_only;  // per backend: Backend::copies_only()
   int repetitions = 1;
   int nranks = 1;
   // Per collective: "backend: reason" for the backends that skip it.
@@ -43,6 +44,10 @@ struct Results {
   }
   const Measurement &at(int rep, size_t coll, size_t size, size_t backend, int in_place) const {
     return data[static_cast<size_t>(rep)][coll][size][backend][static_cast<size_t>(in_place)];
+  }
+  // busbw = algbw * this: the collective's factor, or 1 for a copy baseline.
+  double busbw_factor(size_t coll, size_t backend) const {
+    return copies_only[backend] ? 1.0 : pgbench::busbw_factor(collectives[coll], nranks);
   }
 };
 
