@@ -132,74 +132,38 @@ module pgstrategy
   public :: pg_ialltoall, pg_igather, pg_iscatter, pg_ibarrier, pg_isend, pg_irecv
   public :: pg_work_wait, pg_work_test, pg_work_free
 
-  ! Counts: a default integer or an integer(c_size_t).
-  interface pg_mem_alloc
-    module procedure pg_mem_alloc_int, pg_mem_alloc_csize
-  end interface
-  interface pg_allreduce
-    module procedure pg_allreduce_int, pg_allreduce_csize
-  end interface
-  interface pg_broadcast
-    module procedure pg_broadcast_int, pg_broadcast_csize
-  end interface
-  interface pg_reduce
-    module procedure pg_reduce_int, pg_reduce_csize
-  end interface
-  interface pg_allgather
-    module procedure pg_allgather_int, pg_allgather_csize
-  end interface
-  interface pg_reduce_scatter
-    module procedure pg_reduce_scatter_int, pg_reduce_scatter_csize
-  end interface
-  interface pg_alltoall
-    module procedure pg_alltoall_int, pg_alltoall_csize
-  end interface
-  interface pg_gather
-    module procedure pg_gather_int, pg_gather_csize
-  end interface
-  interface pg_scatter
-    module procedure pg_scatter_int, pg_scatter_csize
-  end interface
-  interface pg_send
-    module procedure pg_send_int, pg_send_csize
-  end interface
-  interface pg_recv
-    module procedure pg_recv_int, pg_recv_csize
-  end interface
-  interface pg_sendrecv
-    module procedure pg_sendrecv_int, pg_sendrecv_csize
-  end interface
+  ! Counts: a default integer or an integer(c_size_t). The two specific procedures
+  ! of each generic are one text, pgstrategy_counts.inc, included once per kind at
+  ! the end of the module. (The empty comment pastes names: Fortran preprocessors
+  ! are traditional ones, without ##.)
+#define PGF_INT(name) name/**/_int
+#define PGF_CSIZE(name) name/**/_csize
+#define PGF_COUNT_GENERIC(name) interface name; module procedure PGF_INT(name), PGF_CSIZE(name); end interface
+  PGF_COUNT_GENERIC(pg_mem_alloc)
+  PGF_COUNT_GENERIC(pg_allreduce)
+  PGF_COUNT_GENERIC(pg_broadcast)
+  PGF_COUNT_GENERIC(pg_reduce)
+  PGF_COUNT_GENERIC(pg_allgather)
+  PGF_COUNT_GENERIC(pg_reduce_scatter)
+  PGF_COUNT_GENERIC(pg_alltoall)
+  PGF_COUNT_GENERIC(pg_gather)
+  PGF_COUNT_GENERIC(pg_scatter)
+  PGF_COUNT_GENERIC(pg_send)
+  PGF_COUNT_GENERIC(pg_recv)
+  PGF_COUNT_GENERIC(pg_sendrecv)
 
-  interface pg_iallreduce
-    module procedure pg_iallreduce_int, pg_iallreduce_csize
-  end interface
-  interface pg_ibroadcast
-    module procedure pg_ibroadcast_int, pg_ibroadcast_csize
-  end interface
-  interface pg_ireduce
-    module procedure pg_ireduce_int, pg_ireduce_csize
-  end interface
-  interface pg_iallgather
-    module procedure pg_iallgather_int, pg_iallgather_csize
-  end interface
-  interface pg_ireduce_scatter
-    module procedure pg_ireduce_scatter_int, pg_ireduce_scatter_csize
-  end interface
-  interface pg_ialltoall
-    module procedure pg_ialltoall_int, pg_ialltoall_csize
-  end interface
-  interface pg_igather
-    module procedure pg_igather_int, pg_igather_csize
-  end interface
-  interface pg_iscatter
-    module procedure pg_iscatter_int, pg_iscatter_csize
-  end interface
-  interface pg_isend
-    module procedure pg_isend_int, pg_isend_csize
-  end interface
-  interface pg_irecv
-    module procedure pg_irecv_int, pg_irecv_csize
-  end interface
+  PGF_COUNT_GENERIC(pg_iallreduce)
+  PGF_COUNT_GENERIC(pg_ibroadcast)
+  PGF_COUNT_GENERIC(pg_ireduce)
+  PGF_COUNT_GENERIC(pg_iallgather)
+  PGF_COUNT_GENERIC(pg_ireduce_scatter)
+  PGF_COUNT_GENERIC(pg_ialltoall)
+  PGF_COUNT_GENERIC(pg_igather)
+  PGF_COUNT_GENERIC(pg_iscatter)
+  PGF_COUNT_GENERIC(pg_isend)
+  PGF_COUNT_GENERIC(pg_irecv)
+#undef PGF_COUNT_GENERIC
+
   ! timeout_seconds: double precision or default real.
   interface pg_work_wait
     module procedure pg_work_wait_double, pg_work_wait_real
@@ -828,26 +792,7 @@ contains
     call finish(pgf_strategy_set_stream(s%handle, cuda_stream), "pg_strategy_set_stream", ierr)
   end subroutine pg_strategy_set_stream
 
-  ! ---- communication buffers (collective) -----------------------------------------------------
-
-  !> `bytes` of memory backends can use without copying (CPU), or device
-  !> memory (CUDA); view it with c_f_pointer. Free it with pg_mem_free on the
-  !> same strategy.
-  subroutine pg_mem_alloc_csize(s, bytes, ptr, ierr)
-    type(pg_strategy), intent(in) :: s
-    integer(c_size_t), intent(in) :: bytes
-    type(c_ptr), intent(out) :: ptr
-    integer, intent(out), optional :: ierr
-    call finish(pgf_mem_alloc(s%handle, int(bytes, c_long_long), ptr), "pg_mem_alloc", ierr)
-  end subroutine pg_mem_alloc_csize
-
-  subroutine pg_mem_alloc_int(s, bytes, ptr, ierr)
-    type(pg_strategy), intent(in) :: s
-    integer, intent(in) :: bytes
-    type(c_ptr), intent(out) :: ptr
-    integer, intent(out), optional :: ierr
-    call finish(pgf_mem_alloc(s%handle, int(bytes, c_long_long), ptr), "pg_mem_alloc", ierr)
-  end subroutine pg_mem_alloc_int
+  ! ---- communication buffers (collective) --------------------------------------------------
 
   !> Frees memory from pg_mem_alloc; ptr is null afterwards.
   subroutine pg_mem_free(s, ptr, ierr)
@@ -868,482 +813,7 @@ contains
     call finish(pgf_barrier(s%handle), "pg_barrier", ierr)
   end subroutine pg_barrier
 
-  subroutine pg_allreduce_csize(s, sendbuf, recvbuf, count, dtype, op, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, op
-    integer, intent(out), optional :: ierr
-    call finish(pgf_allreduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op), &
-                "pg_allreduce", ierr)
-  end subroutine pg_allreduce_csize
-
-  subroutine pg_allreduce_int(s, sendbuf, recvbuf, count, dtype, op, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, op
-    integer, intent(out), optional :: ierr
-    call finish(pgf_allreduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op), &
-                "pg_allreduce", ierr)
-  end subroutine pg_allreduce_int
-
-  subroutine pg_broadcast_csize(s, buf, count, dtype, root, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..) :: buf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, root
-    integer, intent(out), optional :: ierr
-    call finish(pgf_broadcast(s%handle, buf, int(count, c_long_long), dtype, root), &
-                "pg_broadcast", ierr)
-  end subroutine pg_broadcast_csize
-
-  subroutine pg_broadcast_int(s, buf, count, dtype, root, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..) :: buf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, root
-    integer, intent(out), optional :: ierr
-    call finish(pgf_broadcast(s%handle, buf, int(count, c_long_long), dtype, root), &
-                "pg_broadcast", ierr)
-  end subroutine pg_broadcast_int
-
-  subroutine pg_reduce_csize(s, sendbuf, recvbuf, count, dtype, op, root, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, op, root
-    integer, intent(out), optional :: ierr
-    call finish(pgf_reduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, root), &
-                "pg_reduce", ierr)
-  end subroutine pg_reduce_csize
-
-  subroutine pg_reduce_int(s, sendbuf, recvbuf, count, dtype, op, root, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, op, root
-    integer, intent(out), optional :: ierr
-    call finish(pgf_reduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, root), &
-                "pg_reduce", ierr)
-  end subroutine pg_reduce_int
-
-  subroutine pg_allgather_csize(s, sendbuf, recvbuf, sendcount, dtype, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: sendcount
-    integer, intent(in) :: dtype
-    integer, intent(out), optional :: ierr
-    call finish(pgf_allgather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype), &
-                "pg_allgather", ierr)
-  end subroutine pg_allgather_csize
-
-  subroutine pg_allgather_int(s, sendbuf, recvbuf, sendcount, dtype, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer, intent(in) :: sendcount
-    integer, intent(in) :: dtype
-    integer, intent(out), optional :: ierr
-    call finish(pgf_allgather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype), &
-                "pg_allgather", ierr)
-  end subroutine pg_allgather_int
-
-  subroutine pg_reduce_scatter_csize(s, sendbuf, recvbuf, recvcount, dtype, op, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: recvcount
-    integer, intent(in) :: dtype, op
-    integer, intent(out), optional :: ierr
-    call finish(pgf_reduce_scatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), &
-                                   dtype, op), "pg_reduce_scatter", ierr)
-  end subroutine pg_reduce_scatter_csize
-
-  subroutine pg_reduce_scatter_int(s, sendbuf, recvbuf, recvcount, dtype, op, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer, intent(in) :: recvcount
-    integer, intent(in) :: dtype, op
-    integer, intent(out), optional :: ierr
-    call finish(pgf_reduce_scatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), &
-                                   dtype, op), "pg_reduce_scatter", ierr)
-  end subroutine pg_reduce_scatter_int
-
-  subroutine pg_alltoall_csize(s, sendbuf, recvbuf, count, dtype, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype
-    integer, intent(out), optional :: ierr
-    call finish(pgf_alltoall(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype), &
-                "pg_alltoall", ierr)
-  end subroutine pg_alltoall_csize
-
-  subroutine pg_alltoall_int(s, sendbuf, recvbuf, count, dtype, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype
-    integer, intent(out), optional :: ierr
-    call finish(pgf_alltoall(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype), &
-                "pg_alltoall", ierr)
-  end subroutine pg_alltoall_int
-
-  subroutine pg_gather_csize(s, sendbuf, recvbuf, sendcount, dtype, root, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: sendcount
-    integer, intent(in) :: dtype, root
-    integer, intent(out), optional :: ierr
-    call finish(pgf_gather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, root), &
-                "pg_gather", ierr)
-  end subroutine pg_gather_csize
-
-  subroutine pg_gather_int(s, sendbuf, recvbuf, sendcount, dtype, root, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer, intent(in) :: sendcount
-    integer, intent(in) :: dtype, root
-    integer, intent(out), optional :: ierr
-    call finish(pgf_gather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, root), &
-                "pg_gather", ierr)
-  end subroutine pg_gather_int
-
-  subroutine pg_scatter_csize(s, sendbuf, recvbuf, recvcount, dtype, root, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: recvcount
-    integer, intent(in) :: dtype, root
-    integer, intent(out), optional :: ierr
-    call finish(pgf_scatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), dtype, root), &
-                "pg_scatter", ierr)
-  end subroutine pg_scatter_csize
-
-  subroutine pg_scatter_int(s, sendbuf, recvbuf, recvcount, dtype, root, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer, intent(in) :: recvcount
-    integer, intent(in) :: dtype, root
-    integer, intent(out), optional :: ierr
-    call finish(pgf_scatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), dtype, root), &
-                "pg_scatter", ierr)
-  end subroutine pg_scatter_int
-
-  ! ---- point-to-point (local to the pair) -------------------------------------------------
-
-  subroutine pg_send_csize(s, buf, count, dtype, peer, tag, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: buf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, peer, tag
-    integer, intent(out), optional :: ierr
-    call finish(pgf_send(s%handle, buf, int(count, c_long_long), dtype, peer, tag), "pg_send", ierr)
-  end subroutine pg_send_csize
-
-  subroutine pg_send_int(s, buf, count, dtype, peer, tag, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: buf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, peer, tag
-    integer, intent(out), optional :: ierr
-    call finish(pgf_send(s%handle, buf, int(count, c_long_long), dtype, peer, tag), "pg_send", ierr)
-  end subroutine pg_send_int
-
-  subroutine pg_recv_csize(s, buf, count, dtype, peer, tag, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..) :: buf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, peer, tag
-    integer, intent(out), optional :: ierr
-    call finish(pgf_recv(s%handle, buf, int(count, c_long_long), dtype, peer, tag), "pg_recv", ierr)
-  end subroutine pg_recv_csize
-
-  subroutine pg_recv_int(s, buf, count, dtype, peer, tag, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..) :: buf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, peer, tag
-    integer, intent(out), optional :: ierr
-    call finish(pgf_recv(s%handle, buf, int(count, c_long_long), dtype, peer, tag), "pg_recv", ierr)
-  end subroutine pg_recv_int
-
-  subroutine pg_sendrecv_csize(s, sendbuf, sendcount, dest, recvbuf, recvcount, source, dtype, &
-                               tag, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    integer(c_size_t), intent(in) :: sendcount
-    integer, intent(in) :: dest
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: recvcount
-    integer, intent(in) :: source, dtype, tag
-    integer, intent(out), optional :: ierr
-    call finish(pgf_sendrecv(s%handle, sendbuf, int(sendcount, c_long_long), dest, recvbuf, &
-                             int(recvcount, c_long_long), source, dtype, tag), "pg_sendrecv", ierr)
-  end subroutine pg_sendrecv_csize
-
-  subroutine pg_sendrecv_int(s, sendbuf, sendcount, dest, recvbuf, recvcount, source, dtype, &
-                             tag, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    integer, intent(in) :: sendcount
-    integer, intent(in) :: dest
-    type(*), dimension(..) :: recvbuf
-    integer, intent(in) :: recvcount
-    integer, intent(in) :: source, dtype, tag
-    integer, intent(out), optional :: ierr
-    call finish(pgf_sendrecv(s%handle, sendbuf, int(sendcount, c_long_long), dest, recvbuf, &
-                             int(recvcount, c_long_long), source, dtype, tag), "pg_sendrecv", ierr)
-  end subroutine pg_sendrecv_int
-
-
-  ! ---- nonblocking (collective over the strategy; pg_isend/pg_irecv local to the pair) ----
-  subroutine pg_iallreduce_csize(s, sendbuf, recvbuf, count, dtype, op, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, op
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_iallreduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, &
-                               work%handle), "pg_iallreduce", ierr)
-  end subroutine pg_iallreduce_csize
-
-  subroutine pg_iallreduce_int(s, sendbuf, recvbuf, count, dtype, op, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, op
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_iallreduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, &
-                               work%handle), "pg_iallreduce", ierr)
-  end subroutine pg_iallreduce_int
-
-  subroutine pg_ibroadcast_csize(s, buf, count, dtype, root, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), asynchronous :: buf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, root
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ibroadcast(s%handle, buf, int(count, c_long_long), dtype, root, work%handle), &
-                               "pg_ibroadcast", ierr)
-  end subroutine pg_ibroadcast_csize
-
-  subroutine pg_ibroadcast_int(s, buf, count, dtype, root, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), asynchronous :: buf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, root
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ibroadcast(s%handle, buf, int(count, c_long_long), dtype, root, work%handle), &
-                               "pg_ibroadcast", ierr)
-  end subroutine pg_ibroadcast_int
-
-  subroutine pg_ireduce_csize(s, sendbuf, recvbuf, count, dtype, op, root, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, op, root
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ireduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, root, &
-                            work%handle), "pg_ireduce", ierr)
-  end subroutine pg_ireduce_csize
-
-  subroutine pg_ireduce_int(s, sendbuf, recvbuf, count, dtype, op, root, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, op, root
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ireduce(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, op, root, &
-                            work%handle), "pg_ireduce", ierr)
-  end subroutine pg_ireduce_int
-
-  subroutine pg_iallgather_csize(s, sendbuf, recvbuf, sendcount, dtype, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: sendcount
-    integer, intent(in) :: dtype
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_iallgather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, &
-                               work%handle), "pg_iallgather", ierr)
-  end subroutine pg_iallgather_csize
-
-  subroutine pg_iallgather_int(s, sendbuf, recvbuf, sendcount, dtype, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer, intent(in) :: sendcount
-    integer, intent(in) :: dtype
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_iallgather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, &
-                               work%handle), "pg_iallgather", ierr)
-  end subroutine pg_iallgather_int
-
-  subroutine pg_ireduce_scatter_csize(s, sendbuf, recvbuf, recvcount, dtype, op, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: recvcount
-    integer, intent(in) :: dtype, op
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ireduce_scatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), &
-                                    dtype, op, work%handle), "pg_ireduce_scatter", ierr)
-  end subroutine pg_ireduce_scatter_csize
-
-  subroutine pg_ireduce_scatter_int(s, sendbuf, recvbuf, recvcount, dtype, op, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer, intent(in) :: recvcount
-    integer, intent(in) :: dtype, op
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ireduce_scatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), &
-                                    dtype, op, work%handle), "pg_ireduce_scatter", ierr)
-  end subroutine pg_ireduce_scatter_int
-
-  subroutine pg_ialltoall_csize(s, sendbuf, recvbuf, count, dtype, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ialltoall(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, &
-                              work%handle), "pg_ialltoall", ierr)
-  end subroutine pg_ialltoall_csize
-
-  subroutine pg_ialltoall_int(s, sendbuf, recvbuf, count, dtype, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ialltoall(s%handle, sendbuf, recvbuf, int(count, c_long_long), dtype, &
-                              work%handle), "pg_ialltoall", ierr)
-  end subroutine pg_ialltoall_int
-
-  subroutine pg_igather_csize(s, sendbuf, recvbuf, sendcount, dtype, root, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: sendcount
-    integer, intent(in) :: dtype, root
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_igather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, root, &
-                            work%handle), "pg_igather", ierr)
-  end subroutine pg_igather_csize
-
-  subroutine pg_igather_int(s, sendbuf, recvbuf, sendcount, dtype, root, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer, intent(in) :: sendcount
-    integer, intent(in) :: dtype, root
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_igather(s%handle, sendbuf, recvbuf, int(sendcount, c_long_long), dtype, root, &
-                            work%handle), "pg_igather", ierr)
-  end subroutine pg_igather_int
-
-  subroutine pg_iscatter_csize(s, sendbuf, recvbuf, recvcount, dtype, root, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: recvcount
-    integer, intent(in) :: dtype, root
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_iscatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), dtype, root, &
-                             work%handle), "pg_iscatter", ierr)
-  end subroutine pg_iscatter_csize
-
-  subroutine pg_iscatter_int(s, sendbuf, recvbuf, recvcount, dtype, root, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer, intent(in) :: recvcount
-    integer, intent(in) :: dtype, root
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_iscatter(s%handle, sendbuf, recvbuf, int(recvcount, c_long_long), dtype, root, &
-                             work%handle), "pg_iscatter", ierr)
-  end subroutine pg_iscatter_int
-
-  subroutine pg_isend_csize(s, buf, count, dtype, peer, tag, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: buf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, peer, tag
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_isend(s%handle, buf, int(count, c_long_long), dtype, peer, tag, work%handle), &
-                          "pg_isend", ierr)
-  end subroutine pg_isend_csize
-
-  subroutine pg_isend_int(s, buf, count, dtype, peer, tag, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: buf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, peer, tag
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_isend(s%handle, buf, int(count, c_long_long), dtype, peer, tag, work%handle), &
-                          "pg_isend", ierr)
-  end subroutine pg_isend_int
-
-  subroutine pg_irecv_csize(s, buf, count, dtype, peer, tag, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), asynchronous :: buf
-    integer(c_size_t), intent(in) :: count
-    integer, intent(in) :: dtype, peer, tag
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_irecv(s%handle, buf, int(count, c_long_long), dtype, peer, tag, work%handle), &
-                          "pg_irecv", ierr)
-  end subroutine pg_irecv_csize
-
-  subroutine pg_irecv_int(s, buf, count, dtype, peer, tag, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), asynchronous :: buf
-    integer, intent(in) :: count
-    integer, intent(in) :: dtype, peer, tag
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_irecv(s%handle, buf, int(count, c_long_long), dtype, peer, tag, work%handle), &
-                          "pg_irecv", ierr)
-  end subroutine pg_irecv_int
-
+  ! ---- nonblocking -------------------------------------------------------------------------
   subroutine pg_ibarrier(s, work, ierr)
     type(pg_strategy), intent(in) :: s
     type(pg_work), intent(out) :: work
@@ -1390,5 +860,19 @@ contains
     if (status == PG_OK) work%handle = c_null_ptr
     call finish(status, "pg_work_free", ierr)
   end subroutine pg_work_free
+
+  ! ---- the procedures that take a count, for each count kind -------------------------------
+
+#define PGF_COUNT_TYPE integer
+#define PGF_NAME PGF_INT
+#include "pgstrategy_counts.inc"
+#undef PGF_COUNT_TYPE
+#undef PGF_NAME
+
+#define PGF_COUNT_TYPE integer(c_size_t)
+#define PGF_NAME PGF_CSIZE
+#include "pgstrategy_counts.inc"
+#undef PGF_COUNT_TYPE
+#undef PGF_NAME
 
 end module pgstrategy

@@ -77,23 +77,6 @@ PGF_INTERNAL void pgf_abort(int status, const char *call) {
 
 /* ---- descriptors ------------------------------------------------------------ */
 
-static size_t dtype_size(int dtype) {
-  switch (dtype) {
-    case PG_INT8: case PG_UINT8: return 1;
-    case PG_FLOAT16: case PG_BFLOAT16: return 2;
-    case PG_INT32: case PG_UINT32: case PG_FLOAT32: return 4;
-    case PG_INT64: case PG_UINT64: case PG_FLOAT64: return 8;
-    default: return 0; /* the library refuses it with its own message */
-  }
-}
-
-static const char *dtype_name(int dtype) {
-  static const char *const names[] = {"PG_INT8",    "PG_UINT8",    "PG_INT32",  "PG_UINT32",
-                                      "PG_INT64",   "PG_UINT64",   "PG_FLOAT16", "PG_BFLOAT16",
-                                      "PG_FLOAT32", "PG_FLOAT64"};
-  return dtype >= 0 && dtype < (int)(sizeof names / sizeof names[0]) ? names[dtype] : "dtype";
-}
-
 /* Elements the descriptor describes; -1 for an assumed-size array (last extent
  * -1), whose size Fortran does not know. */
 static long long element_count(const CFI_cdesc_t *d) {
@@ -161,7 +144,7 @@ static int host_memory(const pg_strategy *s) {
 /* `needed` elements of `dtype` must fit; `used` = 0 for a root-only buffer on
  * another rank (the C call gets NULL). Packs a non-contiguous array. */
 static int buffer_open(buffer *b, const pg_strategy *s, const CFI_cdesc_t *d, const char *call,
-                       const char *what, unsigned long long needed, int dtype, int used,
+                       const char *what, unsigned long long needed, pg_dtype dtype, int used,
                        int output) {
   b->desc = d;
   b->ptr = NULL;
@@ -169,7 +152,7 @@ static int buffer_open(buffer *b, const pg_strategy *s, const CFI_cdesc_t *d, co
   b->output = output;
   if (!used) return PG_OK;
   long long elements = element_count(d);
-  size_t size = dtype_size(dtype);
+  size_t size = pg_dtype_size(dtype); /* 0 outside the enum: the library refuses it */
   if (elements >= 0 && size > 0) {
     unsigned long long capacity = (unsigned long long)elements * d->elem_len;
     unsigned long long bytes = 0;
@@ -177,13 +160,13 @@ static int buffer_open(buffer *b, const pg_strategy *s, const CFI_cdesc_t *d, co
       return shim_fail(PG_ERR_INVALID_ARGUMENT,
                        "%s: the size of %s (count times the number of ranks, in elements of "
                        "%s) overflows; the array passed holds %llu bytes",
-                       call, what, dtype_name(dtype), capacity);
+                       call, what, pg_dtype_name(dtype), capacity);
     if (bytes > capacity)
       return shim_fail(PG_ERR_INVALID_ARGUMENT,
                        "%s: %s needs %llu elements of %s (%llu bytes) but the array passed "
                        "holds %lld elements of %zu bytes (%llu bytes); pass the whole array "
                        "or a section of at least that size, not a single element",
-                       call, what, needed, dtype_name(dtype), bytes, elements,
+                       call, what, needed, pg_dtype_name(dtype), bytes, elements,
                        (size_t)d->elem_len, capacity);
   }
   if (is_contiguous(d)) {
@@ -336,12 +319,12 @@ typedef struct pair_layout {
 
 static int prepare_pair(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                         const CFI_cdesc_t *recv, long long count, const char *count_name,
-                        int dtype, pair_layout l, args *a) {
+                        pg_dtype dtype, pair_layout l, args *a) {
   args_init(a);
   int st = check_handle(s, call);
   if (st == PG_OK) st = check_count(count, call, count_name);
   if (st != PG_OK) return st;
-  const size_t offset_bytes = l.offset * dtype_size(dtype);
+  const size_t offset_bytes = l.offset * pg_dtype_size(dtype);
   if (l.in_place) { /* one array: opened once, written back on return */
     if (l.recv_holds_send) {
       st = buffer_open(&a->recv, s, recv, call, "recvbuf", l.recv_count, dtype, l.recv_used, 1);

@@ -28,17 +28,11 @@ int pg_test_failures(void);
  * prints the verdict. Collective. */
 int pg_test_verdict(MPI_Comm comm, const char *test_name);
 
+/* Checks that record a failure and go on (the library's PG_CHECK returns early). */
 #define PG_TEST_TRUE(cond, ...) pg_test_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
-#define PG_TEST_STATUS(call, expected)                                                   \
-  do {                                                                                   \
-    pg_status got_ = (call);                                                             \
-    pg_test_check(got_ == (expected), __FILE__, __LINE__, "%s returned %s, expected %s: %s", \
-                  #call, pg_status_name(got_), pg_status_name(expected), pg_last_error());   \
-  } while (0)
-#define PG_CHECK_TRUE(cond, ...) pg_test_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
-#define PG_CHECK_STATUS(call, expected)                                                  \
-  do {                                                                                   \
-    pg_status got_ = (call);                                                             \
+#define PG_TEST_STATUS(call, expected)                                                  \
+  do {                                                                                  \
+    pg_status got_ = (call);                                                            \
     pg_test_check(got_ == (expected), __FILE__, __LINE__, "%s returned %s, expected %s: %s", \
                   #call, pg_status_name(got_), pg_status_name(expected), pg_last_error());   \
   } while (0)

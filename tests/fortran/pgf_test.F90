@@ -9,7 +9,7 @@ module pgf_test
   use pgstrategy
   implicit none
   private
-  public :: test_start, test_step, check, expect, check_status, test_finish, world_rank, world_size
+  public :: test_start, test_step, check, expect, test_status, test_finish, world_rank, world_size
 
   integer, save :: failures = 0
   !> This rank and the job size in MPI_COMM_WORLD, set by test_start.
@@ -69,13 +69,13 @@ contains
 
   !> Records a failure when got /= expected, with the statuses' names and
   !> pg_last_error().
-  subroutine check_status(got, expected, what)
+  subroutine test_status(got, expected, what)
     integer, intent(in) :: got, expected
     character(len=*), intent(in) :: what
     logical :: ok
     ok = check(got == expected, what//" returned "//pg_status_name(got)//", expected "// &
                pg_status_name(expected)//": "//pg_last_error())
-  end subroutine check_status
+  end subroutine test_status
 
   !> Every rank agrees on the verdict; finalizes MPI; a failure ends with error stop.
   subroutine test_finish(name)

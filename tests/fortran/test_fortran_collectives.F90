@@ -15,7 +15,7 @@ program test_fortran_collectives
   call test_start("fortran_collectives")
   call test_step("create")
   call pg_strategy_create(s, "cpu", ierr=ierr)
-  call check_status(ierr, PG_OK, "pg_strategy_create")
+  call test_status(ierr, PG_OK, "pg_strategy_create")
   if (ierr /= PG_OK) call test_finish("fortran_collectives")
   r = pg_strategy_rank(s)
   p = pg_strategy_size(s)
@@ -35,10 +35,10 @@ program test_fortran_collectives
 
   call test_step("destroy")
   call pg_strategy_destroy(s, ierr)
-  call check_status(ierr, PG_OK, "pg_strategy_destroy")
+  call test_status(ierr, PG_OK, "pg_strategy_destroy")
   call expect(.not. c_associated(s%handle), "the handle is null after destroy")
   call pg_strategy_destroy(s, ierr)
-  call check_status(ierr, PG_OK, "pg_strategy_destroy of a null handle")
+  call test_status(ierr, PG_OK, "pg_strategy_destroy of a null handle")
   call test_finish("fortran_collectives")
 
 contains
@@ -55,7 +55,7 @@ contains
     call expect(pg_strategy_node_rank(s) >= 0 .and. &
                 pg_strategy_node_rank(s) < pg_strategy_node_count(s), "0 <= node_rank < node_count")
     call pg_strategy_describe(s, text, ierr)
-    call check_status(ierr, PG_OK, "pg_strategy_describe")
+    call test_status(ierr, PG_OK, "pg_strategy_describe")
     call expect(index(text, pg_strategy_backend(s)) > 0, "describe names the backend: "//text)
   end subroutine queries
 
@@ -70,16 +70,16 @@ contains
       allocate (x32(n), y32(n), x64(n), y64(n))
       x32 = [(real(r + i, real32), i=1, n)]
       call pg_allreduce(s, x32, y32, n, PG_FLOAT32, PG_SUM, ierr)
-      call check_status(ierr, PG_OK, "pg_allreduce real32")
+      call test_status(ierr, PG_OK, "pg_allreduce real32")
       call expect(all(y32 == [(real(p*i + p*(p - 1)/2, real32), i=1, n)]), "allreduce real32 1-d sum")
       ! Values above 2**31: int64 really is 64-bit.
       x64 = [(2_int64**40 + int(r, int64)*i, i=1, n)]
       call pg_allreduce(s, x64, y64, size(x64, kind=c_size_t), PG_INT64, PG_SUM, ierr)
-      call check_status(ierr, PG_OK, "pg_allreduce int64 (c_size_t count)")
+      call test_status(ierr, PG_OK, "pg_allreduce int64 (c_size_t count)")
       call expect(all(y64 == [(p*2_int64**40 + int(i, int64)*(p*(p - 1)/2), i=1, n)]), &
                   "allreduce int64 1-d sum")
       call pg_allreduce(s, x64, y64, n, PG_INT64, PG_MAX, ierr)
-      call check_status(ierr, PG_OK, "pg_allreduce int64 max")
+      call test_status(ierr, PG_OK, "pg_allreduce int64 max")
       call expect(all(y64 == [(2_int64**40 + int(p - 1, int64)*i, i=1, n)]), "allreduce int64 max")
       deallocate (x32, y32, x64, y64)
     end do
@@ -99,10 +99,10 @@ contains
       end do
     end do
     call pg_allreduce(s, a, b, size(a), PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce real64 2-d")
+    call test_status(ierr, PG_OK, "pg_allreduce real64 2-d")
     call expect(all(b == want), "allreduce real64 2-d sum")
     call pg_allreduce(s, a, b, size(a), PG_FLOAT64, PG_AVG, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce real64 avg")
+    call test_status(ierr, PG_OK, "pg_allreduce real64 avg")
     call expect(all(abs(b - want/p) < 1e-12_real64), "allreduce real64 2-d avg")
 
     do j = 1, 3
@@ -114,7 +114,7 @@ contains
       end do
     end do
     call pg_allreduce(s, m, q, size(m), PG_INT32, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce int32 sum")
+    call test_status(ierr, PG_OK, "pg_allreduce int32 sum")
     call expect(all(q == wsum), "allreduce int32 2-d sum")
     call pg_allreduce(s, m, q, size(m), PG_INT32, PG_MAX, ierr)
     call expect(ierr == PG_OK .and. all(q == wmax), "allreduce int32 2-d max")
@@ -123,13 +123,13 @@ contains
 
     f = reshape([(real(r + i, real32), i=1, 6)], [2, 3])
     call pg_allreduce(s, f, g, 6_c_size_t, PG_FLOAT32, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce real32 2-d")
+    call test_status(ierr, PG_OK, "pg_allreduce real32 2-d")
     call expect(all(g == reshape([(real(p*i + p*(p - 1)/2, real32), i=1, 6)], [2, 3])), &
                 "allreduce real32 2-d sum")
 
     l = reshape([(2_int64**33*i + r, i=1, 4)], [2, 2])
     call pg_allreduce(s, l, lo, 4, PG_INT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce int64 2-d")
+    call test_status(ierr, PG_OK, "pg_allreduce int64 2-d")
     call expect(all(lo == reshape([(p*2_int64**33*i + p*(p - 1)/2, i=1, 4)], [2, 2])), &
                 "allreduce int64 2-d sum")
   end subroutine allreduce_2d
@@ -141,14 +141,14 @@ contains
     call test_step("allreduce in place")
     y = reshape([(real(r*i, real64), i=1, 8)], [4, 2])
     call pg_allreduce(s, y, y, size(y), PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce in place")
+    call test_status(ierr, PG_OK, "pg_allreduce in place")
     call expect(all(y == reshape([(real(i*(p*(p - 1)/2), real64), i=1, 8)], [4, 2])), &
                 "allreduce in place sum")
 
     call test_step("allreduce scalars")
     v = r + 1
     call pg_allreduce(s, v, w, 1, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce scalar")
+    call test_status(ierr, PG_OK, "pg_allreduce scalar")
     call expect(w == p*(p + 1)/2, "allreduce scalar sum")
     k = int(r, int32)
     call pg_allreduce(s, k, k, 1, PG_INT32, PG_MAX, ierr)
@@ -164,7 +164,7 @@ contains
     b = -1
     if (r == root) b = [(42 + i, i=1, 5)]
     call pg_broadcast(s, b, size(b), PG_INT32, root, ierr)
-    call check_status(ierr, PG_OK, "pg_broadcast")
+    call test_status(ierr, PG_OK, "pg_broadcast")
     call expect(all(b == [(42 + i, i=1, 5)]), "broadcast from the last rank")
 
     call test_step("reduce")
@@ -176,11 +176,11 @@ contains
       else
         call pg_reduce(s, x, empty, 6, PG_FLOAT64, PG_SUM, root, ierr) ! recvbuf unused here
       end if
-      call check_status(ierr, PG_OK, "pg_reduce")
+      call test_status(ierr, PG_OK, "pg_reduce")
       if (r == root) call expect(all(y == [(real(p*i + p*(p - 1)/2, real64), i=1, 6)]), "reduce at root")
       ! In place at the root.
       call pg_reduce(s, x, x, 6, PG_FLOAT64, PG_SUM, root, ierr)
-      call check_status(ierr, PG_OK, "pg_reduce in place")
+      call test_status(ierr, PG_OK, "pg_reduce in place")
       if (r == root) then
         call expect(all(x == [(real(p*i + p*(p - 1)/2, real64), i=1, 6)]), "reduce in place at root")
       else
@@ -197,21 +197,21 @@ contains
     want = [((100*q + i, i=1, n), q=0, p - 1)]
     send = [(100*r + i, i=1, n)]
     call pg_allgather(s, send, recv, n, PG_INT32, ierr)
-    call check_status(ierr, PG_OK, "pg_allgather")
+    call test_status(ierr, PG_OK, "pg_allgather")
     call expect(all(recv == want), "allgather")
 
     ! In place, the same array: block rank+1 holds this rank's contribution.
     x = -7
     x(r*n + 1:(r + 1)*n) = send
     call pg_allgather(s, x, x, n, PG_INT32, ierr)
-    call check_status(ierr, PG_OK, "pg_allgather in place (same array)")
+    call test_status(ierr, PG_OK, "pg_allgather in place (same array)")
     call expect(all(x == want), "allgather in place (same array)")
 
     ! In place, the C way: the block as a section.
     x = -7
     x(r*n + 1:(r + 1)*n) = send
     call pg_allgather(s, x(r*n + 1:(r + 1)*n), x, int(n, c_size_t), PG_INT32, ierr)
-    call check_status(ierr, PG_OK, "pg_allgather in place (section)")
+    call test_status(ierr, PG_OK, "pg_allgather in place (section)")
     call expect(all(x == want), "allgather in place (section)")
   end subroutine allgather
 
@@ -223,13 +223,13 @@ contains
     send = [((real(r + 10*(q*n + i), real64), i=1, n), q=0, p - 1)]
     want = [(real(p*(p - 1)/2 + 10*p*(r*n + i), real64), i=1, n)]
     call pg_reduce_scatter(s, send, recv, n, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_reduce_scatter")
+    call test_status(ierr, PG_OK, "pg_reduce_scatter")
     call expect(all(recv == want), "reduce_scatter")
 
     ! In place: the result is in block rank+1 of the array.
     w = send
     call pg_reduce_scatter(s, w, w, n, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_reduce_scatter in place")
+    call test_status(ierr, PG_OK, "pg_reduce_scatter in place")
     call expect(all(w(r*n + 1:(r + 1)*n) == want), "reduce_scatter in place")
   end subroutine reduce_scatter
 
@@ -246,7 +246,7 @@ contains
     else
       call pg_gather(s, send, empty, n, PG_INT64, root, ierr)
     end if
-    call check_status(ierr, PG_OK, "pg_gather")
+    call test_status(ierr, PG_OK, "pg_gather")
     want = [((10*q + i, i=1, n), q=0, p - 1)]
     if (r == root) call expect(all(all_ == want), "gather at root")
 
@@ -258,7 +258,7 @@ contains
     else
       call pg_gather(s, send, empty, n, PG_INT64, root, ierr)
     end if
-    call check_status(ierr, PG_OK, "pg_gather in place")
+    call test_status(ierr, PG_OK, "pg_gather in place")
     if (r == root) call expect(all(all_ == want), "gather in place at root")
 
     call test_step("scatter")
@@ -269,17 +269,17 @@ contains
     else
       call pg_scatter(s, empty, recv, n, PG_INT64, root, ierr)
     end if
-    call check_status(ierr, PG_OK, "pg_scatter")
+    call test_status(ierr, PG_OK, "pg_scatter")
     call expect(all(recv == [(1000 + 10*r + i, i=1, n)]), "scatter")
 
     call test_step("alltoall")
     sa = [((100*r + 10*q + i, i=1, n), q=0, p - 1)]
     want = [((100*q + 10*r + i, i=1, n), q=0, p - 1)]
     call pg_alltoall(s, sa, ra, n, PG_INT64, ierr)
-    call check_status(ierr, PG_OK, "pg_alltoall")
+    call test_status(ierr, PG_OK, "pg_alltoall")
     call expect(all(ra == want), "alltoall")
     call pg_alltoall(s, sa, sa, n, PG_INT64, ierr)
-    call check_status(ierr, PG_OK, "pg_alltoall in place")
+    call test_status(ierr, PG_OK, "pg_alltoall in place")
     call expect(all(sa == want), "alltoall in place")
   end subroutine gather_scatter_alltoall
 
@@ -292,23 +292,23 @@ contains
     out = [(real(10*r + i, real32), i=1, 3)]
     in = -1
     call pg_sendrecv(s, out, 3, dest, in, 3, source, PG_FLOAT32, 5, ierr)
-    call check_status(ierr, PG_OK, "pg_sendrecv")
+    call test_status(ierr, PG_OK, "pg_sendrecv")
     call expect(all(in == [(real(10*source + i, real32), i=1, 3)]), "sendrecv ring")
 
     call test_step("send/recv")
     if (p >= 2) then
       if (r == 0) then
         call pg_send(s, out, 3_c_size_t, PG_FLOAT32, 1, 9, ierr)
-        call check_status(ierr, PG_OK, "pg_send")
+        call test_status(ierr, PG_OK, "pg_send")
       else if (r == 1) then
         in = -1
         call pg_recv(s, in, 3_c_size_t, PG_FLOAT32, 0, 9, ierr)
-        call check_status(ierr, PG_OK, "pg_recv")
+        call test_status(ierr, PG_OK, "pg_recv")
         call expect(all(in == [(real(i, real32), i=1, 3)]), "recv from rank 0")
       end if
     end if
     call pg_barrier(s, ierr)
-    call check_status(ierr, PG_OK, "pg_barrier")
+    call test_status(ierr, PG_OK, "pg_barrier")
   end subroutine point_to_point
 
   !> Non-contiguous sections are packed: results land in the section's
@@ -326,13 +326,13 @@ contains
     end do
     v = -1
     call pg_allreduce(s, a(2, :), v, 4, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce of a row")
+    call test_status(ierr, PG_OK, "pg_allreduce of a row")
     call expect(all(v == [(real(p*(2 + 100*j) + p*(p - 1)/2, real64), j=1, 4)]), "allreduce of a row")
 
     call test_step("sections: count below the section size")
     v = -1
     call pg_allreduce(s, a(2, :), v, 2, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce of part of a row")
+    call test_status(ierr, PG_OK, "pg_allreduce of part of a row")
     call expect(all(v(1:2) == [(real(p*(2 + 100*j) + p*(p - 1)/2, real64), j=1, 2)]) .and. &
                 all(v(3:4) == -1), "allreduce of part of a row")
 
@@ -345,7 +345,7 @@ contains
       end do
     end do
     call pg_allreduce(s, a(1:7:2, 2:3), b(2:8:2, 1:3:2), 8, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce section to section")
+    call test_status(ierr, PG_OK, "pg_allreduce section to section")
     call expect(all(b == bwant), "allreduce section to section, other elements untouched")
 
     call test_step("sections: in place")
@@ -356,13 +356,13 @@ contains
       end do
     end do
     call pg_allreduce(s, c(1:5:2, :), c(1:5:2, :), 9, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce in place on a section")
+    call test_status(ierr, PG_OK, "pg_allreduce in place on a section")
     call expect(all(c == cwant), "allreduce in place on a section")
 
     call test_step("sections: negative stride")
     d = [(real(r + i, real64), i=1, 5)]
     call pg_allreduce(s, d(5:1:-1), e, 5, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce of a reversed section")
+    call test_status(ierr, PG_OK, "pg_allreduce of a reversed section")
     call expect(all(e == [(real(p*(6 - k) + p*(p - 1)/2, real64), k=1, 5)]), "allreduce reversed")
 
     call test_step("sections: broadcast into a row")
@@ -374,14 +374,14 @@ contains
       fwant = f
     end if
     call pg_broadcast(s, f(2, :), 4, PG_FLOAT64, 0, ierr)
-    call check_status(ierr, PG_OK, "pg_broadcast into a row")
+    call test_status(ierr, PG_OK, "pg_broadcast into a row")
     call expect(all(f == fwant), "broadcast into a row")
 
     call test_step("sections: allgather into a row")
     g = -1
     h = [(10*r + i, i=1, 3)]
     call pg_allgather(s, h, g(2, :), 3, PG_INT32, ierr)
-    call check_status(ierr, PG_OK, "pg_allgather into a row")
+    call test_status(ierr, PG_OK, "pg_allgather into a row")
     call expect(all(g(2, :) == [((10*k + i, i=1, 3), k=0, p - 1)]) .and. all(g(1, :) == -1), &
                 "allgather into a row")
 
@@ -389,7 +389,7 @@ contains
     g = -1
     g(2, 3*r + 1:3*r + 3) = h
     call pg_allgather(s, g(2, :), g(2, :), 3, PG_INT32, ierr)
-    call check_status(ierr, PG_OK, "pg_allgather in place in a row")
+    call test_status(ierr, PG_OK, "pg_allgather in place in a row")
     call expect(all(g(2, :) == [((10*k + i, i=1, 3), k=0, p - 1)]) .and. all(g(1, :) == -1), &
                 "allgather in place in a row")
 
@@ -397,7 +397,7 @@ contains
     g(1, :) = [((r + 10*(3*k + i), i=1, 3), k=0, p - 1)]
     g(2, :) = -1
     call pg_reduce_scatter(s, g(1, :), g(1, :), 3, PG_INT32, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_reduce_scatter in place in a row")
+    call test_status(ierr, PG_OK, "pg_reduce_scatter in place in a row")
     call expect(all(g(1, 3*r + 1:3*r + 3) == [(p*(p - 1)/2 + 10*p*(3*r + i), i=1, 3)]) .and. &
                 all(g(2, :) == -1), "reduce_scatter in place in a row")
 
@@ -421,10 +421,10 @@ contains
       parts(i)%id = 10*r + i
     end do
     call pg_allreduce(s, parts%mass, total, 5, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce of parts%mass")
+    call test_status(ierr, PG_OK, "pg_allreduce of parts%mass")
     call expect(all(total == [(p*i + 0.25_real64*(p*(p - 1)/2), i=1, 5)]), "allreduce of parts%mass")
     call pg_allreduce(s, parts%position(2), parts%position(2), 5, PG_FLOAT64, PG_MAX, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce in place of parts%position(2)")
+    call test_status(ierr, PG_OK, "pg_allreduce in place of parts%position(2)")
     call expect(all(parts%position(2) == [(2*i + p - 1, i=1, 5)]), "in place on parts%position(2)")
     call expect(all(parts%position(1) == [(i + r, i=1, 5)]) .and. &
                 all(parts%position(3) == [(3*i + r, i=1, 5)]) .and. &
@@ -437,7 +437,7 @@ contains
     call test_step("split")
     color = mod(r, 2)
     call pg_strategy_split(s, color, -r, sub, ierr)   ! key -r: reversed order
-    call check_status(ierr, PG_OK, "pg_strategy_split")
+    call test_status(ierr, PG_OK, "pg_strategy_split")
     same = 0
     total = 0
     do q = 0, p - 1
@@ -451,17 +451,17 @@ contains
                 "split rank follows the reversed key")
     mine = r
     call pg_allreduce(s=sub, sendbuf=mine, recvbuf=mine, count=1, dtype=PG_INT32, op=PG_SUM, ierr=ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce on the split")
+    call test_status(ierr, PG_OK, "pg_allreduce on the split")
     call expect(mine == total, "allreduce on the split")
     call pg_strategy_destroy(sub, ierr)
-    call check_status(ierr, PG_OK, "pg_strategy_destroy of the split")
+    call test_status(ierr, PG_OK, "pg_strategy_destroy of the split")
 
     ! Odd ranks join no group.
     call pg_strategy_split(s, merge(0, -1, mod(r, 2) == 0), 0, none, ierr)
-    call check_status(ierr, PG_OK, "pg_strategy_split with a negative color")
+    call test_status(ierr, PG_OK, "pg_strategy_split with a negative color")
     call expect(c_associated(none%handle) .eqv. (mod(r, 2) == 0), "negative color gives a null handle")
     call pg_strategy_destroy(none, ierr)
-    call check_status(ierr, PG_OK, "pg_strategy_destroy after a split")
+    call test_status(ierr, PG_OK, "pg_strategy_destroy after a split")
   end subroutine split
 
   !> Memory from pg_mem_alloc, seen through c_f_pointer, as buffers.
@@ -471,15 +471,15 @@ contains
     integer :: i
     call test_step("pg_mem_alloc")
     call pg_mem_alloc(s, 8*100, mem, ierr)
-    call check_status(ierr, PG_OK, "pg_mem_alloc")
+    call test_status(ierr, PG_OK, "pg_mem_alloc")
     if (ierr /= PG_OK) return
     call c_f_pointer(mem, v, [100])
     v = [(real(r*i, real64), i=1, 100)]
     call pg_allreduce(s, v, v, 100_c_size_t, PG_FLOAT64, PG_SUM, ierr)
-    call check_status(ierr, PG_OK, "pg_allreduce in place on pg_mem_alloc memory")
+    call test_status(ierr, PG_OK, "pg_allreduce in place on pg_mem_alloc memory")
     call expect(all(v == [(real(i*(p*(p - 1)/2), real64), i=1, 100)]), "allreduce on pg_mem_alloc memory")
     call pg_mem_free(s, mem, ierr)
-    call check_status(ierr, PG_OK, "pg_mem_free")
+    call test_status(ierr, PG_OK, "pg_mem_free")
     call expect(.not. c_associated(mem), "pg_mem_free nulls the pointer")
   end subroutine library_memory
 

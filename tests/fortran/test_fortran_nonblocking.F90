@@ -16,7 +16,7 @@ program test_fortran_nonblocking
   call test_start("fortran_nonblocking")
   call test_step("create")
   call pg_strategy_create(s, "cpu", ierr=ierr)
-  call check_status(ierr, PG_OK, "pg_strategy_create")
+  call test_status(ierr, PG_OK, "pg_strategy_create")
   if (ierr /= PG_OK) call test_finish("fortran_nonblocking")
   r = pg_strategy_rank(s)
   p = pg_strategy_size(s)
@@ -28,7 +28,7 @@ program test_fortran_nonblocking
   call work_states()
 
   call pg_strategy_destroy(s, ierr)
-  call check_status(ierr, PG_OK, "pg_strategy_destroy")
+  call test_status(ierr, PG_OK, "pg_strategy_destroy")
   call test_finish("fortran_nonblocking")
 
 contains
@@ -38,9 +38,9 @@ contains
     type(pg_work), intent(inout) :: work
     character(len=*), intent(in) :: what
     call pg_work_wait(work, -1.0_real64, ierr)
-    call check_status(ierr, PG_OK, "pg_work_wait for "//what)
+    call test_status(ierr, PG_OK, "pg_work_wait for "//what)
     call pg_work_free(work, ierr)
-    call check_status(ierr, PG_OK, "pg_work_free for "//what)
+    call test_status(ierr, PG_OK, "pg_work_free for "//what)
     call expect(.not. c_associated(work%handle), "the work's handle is null after free")
   end subroutine complete
 
@@ -54,11 +54,11 @@ contains
     z = x
     m = [(int(r, int64)*2_int64**33 + i, i=1, 5)]
     call pg_iallreduce(s, x, y, 6, PG_FLOAT64, PG_SUM, w1, ierr)
-    call check_status(ierr, PG_OK, "pg_iallreduce")
+    call test_status(ierr, PG_OK, "pg_iallreduce")
     call pg_iallreduce(s, m, mr, 5_c_size_t, PG_INT64, PG_MAX, w2, ierr)
-    call check_status(ierr, PG_OK, "pg_iallreduce int64")
+    call test_status(ierr, PG_OK, "pg_iallreduce int64")
     call pg_iallreduce(s, z, z, 6, PG_FLOAT64, PG_SUM, w3, ierr)
-    call check_status(ierr, PG_OK, "pg_iallreduce in place")
+    call test_status(ierr, PG_OK, "pg_iallreduce in place")
     call complete(w1, "iallreduce")
     call complete(w2, "iallreduce int64")
     call complete(w3, "iallreduce in place")
@@ -70,7 +70,7 @@ contains
     x = [(real(r + i, real64), i=1, 6)]
     y = -1
     call pg_ireduce(s, x, y, 6, PG_FLOAT64, PG_SUM, 0, w1, ierr)
-    call check_status(ierr, PG_OK, "pg_ireduce")
+    call test_status(ierr, PG_OK, "pg_ireduce")
     call complete(w1, "ireduce")
     if (r == 0) call expect(all(y == [(real(p*i + p*(p - 1)/2, real64), i=1, 6)]), "ireduce at root")
   end subroutine reductions
@@ -91,17 +91,17 @@ contains
     want = -1
     want(3, :) = [(real(p*(1 + 10*j) + p*(p - 1)/2, real32), j=1, 6)]
     call pg_iallreduce(s, a(1, :), b(3, :), 6, PG_FLOAT32, PG_SUM, w, ierr)
-    call check_status(ierr, PG_OK, "pg_iallreduce of sections")
+    call test_status(ierr, PG_OK, "pg_iallreduce of sections")
     done = .false.
     do while (.not. done .and. ierr == PG_OK)
       call pg_work_test(w, done, ierr)
     end do
-    call check_status(ierr, PG_OK, "pg_work_test")
+    call test_status(ierr, PG_OK, "pg_work_test")
     call expect(all(b == want), "iallreduce into a row: unpacked, other rows untouched")
     call pg_work_test(w, done, ierr)
     call expect(done .and. ierr == PG_OK, "pg_work_test on a finished work")
     call pg_work_free(w, ierr)
-    call check_status(ierr, PG_OK, "pg_work_free")
+    call test_status(ierr, PG_OK, "pg_work_free")
 
     call test_step("ibroadcast into a row")
     b = 0
@@ -109,7 +109,7 @@ contains
     if (r == p - 1) b(2, :) = [(real(j, real32), j=1, 6)]
     want(2, :) = [(real(j, real32), j=1, 6)]
     call pg_ibroadcast(s, b(2, :), 6, PG_FLOAT32, p - 1, w, ierr)
-    call check_status(ierr, PG_OK, "pg_ibroadcast")
+    call test_status(ierr, PG_OK, "pg_ibroadcast")
     call complete(w, "ibroadcast")
     call expect(all(b == want), "ibroadcast into a row")
   end subroutine sections_and_test
@@ -123,21 +123,21 @@ contains
     g = -1
     g(r*n + 1:(r + 1)*n) = [(10*r + i, i=1, n)]
     call pg_iallgather(s, g, g, n, PG_INT32, w, ierr)
-    call check_status(ierr, PG_OK, "pg_iallgather")
+    call test_status(ierr, PG_OK, "pg_iallgather")
     call complete(w, "iallgather")
     call expect(all(g == [((10*q + i, i=1, n), q=0, p - 1)]), "iallgather in place")
 
     call test_step("ireduce_scatter")
     rs = [((r + 10*(q*n + i), i=1, n), q=0, p - 1)]
     call pg_ireduce_scatter(s, rs, mine, n, PG_INT32, PG_SUM, w, ierr)
-    call check_status(ierr, PG_OK, "pg_ireduce_scatter")
+    call test_status(ierr, PG_OK, "pg_ireduce_scatter")
     call complete(w, "ireduce_scatter")
     call expect(all(mine == [(p*(p - 1)/2 + 10*p*(r*n + i), i=1, n)]), "ireduce_scatter")
 
     call test_step("ialltoall")
     sa = [((100*r + 10*q + i, i=1, n), q=0, p - 1)]
     call pg_ialltoall(s, sa, ra, n, PG_INT32, w, ierr)
-    call check_status(ierr, PG_OK, "pg_ialltoall")
+    call test_status(ierr, PG_OK, "pg_ialltoall")
     call complete(w, "ialltoall")
     call expect(all(ra == [((100*q + 10*r + i, i=1, n), q=0, p - 1)]), "ialltoall")
 
@@ -149,18 +149,18 @@ contains
     else
       call pg_igather(s, mine, empty, n, PG_INT32, 0, w, ierr)
     end if
-    call check_status(ierr, PG_OK, "pg_igather")
+    call test_status(ierr, PG_OK, "pg_igather")
     call complete(w, "igather")
     if (r == 0) call expect(all(g == [((10*q + i, i=1, n), q=0, p - 1)]), "igather at root")
     mine = -1
     call pg_iscatter(s, g, mine, n, PG_INT32, 0, w, ierr)   ! g used at the root only
-    call check_status(ierr, PG_OK, "pg_iscatter")
+    call test_status(ierr, PG_OK, "pg_iscatter")
     call complete(w, "iscatter")
     call expect(all(mine == [(10*r + i, i=1, n)]), "iscatter")
 
     call test_step("ibarrier")
     call pg_ibarrier(s, w, ierr)
-    call check_status(ierr, PG_OK, "pg_ibarrier")
+    call test_status(ierr, PG_OK, "pg_ibarrier")
     call complete(w, "ibarrier")
   end subroutine block_layouts
 
@@ -174,9 +174,9 @@ contains
     out = [(real(100*r + i, real64), i=1, 3)]
     in = -1
     call pg_irecv(s, in, 3, PG_FLOAT64, left, 3, wr, ierr)
-    call check_status(ierr, PG_OK, "pg_irecv")
+    call test_status(ierr, PG_OK, "pg_irecv")
     call pg_isend(s, out, 3, PG_FLOAT64, right, 3, ws, ierr)
-    call check_status(ierr, PG_OK, "pg_isend")
+    call test_status(ierr, PG_OK, "pg_isend")
     call complete(wr, "irecv")
     call complete(ws, "isend")
     call expect(all(in == [(real(100*left + i, real64), i=1, 3)]), "ring through isend/irecv")
@@ -189,35 +189,35 @@ contains
     call test_step("errors at start")
     x = 1
     call pg_iallreduce(s, x, y, 5, PG_FLOAT64, PG_SUM, w, ierr)
-    call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_iallreduce with count 5 on 4 elements")
+    call test_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_iallreduce with count 5 on 4 elements")
     call expect(.not. c_associated(w%handle), "a refused start leaves a null work")
     call pg_ibroadcast(s, x, 4, PG_FLOAT64, p, w, ierr)
-    call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_ibroadcast with root = size")
+    call test_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_ibroadcast with root = size")
     call expect(.not. c_associated(w%handle), "a refused start leaves a null work")
 
     call test_step("null work")
     call pg_work_wait(never, -1.0, ierr)
-    call check_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_work_wait on a null work")
+    call test_status(ierr, PG_ERR_INVALID_ARGUMENT, "pg_work_wait on a null work")
     call pg_work_free(never, ierr)
-    call check_status(ierr, PG_OK, "pg_work_free on a null work")
+    call test_status(ierr, PG_OK, "pg_work_free on a null work")
 
     if (p < 2) return
     call test_step("unfinished work: timeout, not freed")
     if (r == 1) then
       y = -1
       call pg_irecv(s, y, 4, PG_FLOAT64, 0, 77, w, ierr)
-      call check_status(ierr, PG_OK, "pg_irecv")
+      call test_status(ierr, PG_OK, "pg_irecv")
       call pg_work_wait(w, 0.0, ierr)
-      call check_status(ierr, PG_ERR_TIMEOUT, "pg_work_wait(0) before the send")
+      call test_status(ierr, PG_ERR_TIMEOUT, "pg_work_wait(0) before the send")
       call pg_work_free(w, ierr)
-      call check_status(ierr, PG_ERR_STATE, "pg_work_free of unfinished work")
+      call test_status(ierr, PG_ERR_STATE, "pg_work_free of unfinished work")
       call expect(c_associated(w%handle), "unfinished work keeps its handle")
     end if
     call MPI_Barrier(MPI_COMM_WORLD, mpi_ierr)   ! rank 0 sends only now
     if (r == 0) then
       x = 7
       call pg_send(s, x, 4, PG_FLOAT64, 1, 77, ierr)
-      call check_status(ierr, PG_OK, "pg_send")
+      call test_status(ierr, PG_OK, "pg_send")
     else if (r == 1) then
       call complete(w, "irecv after the timeout")
       call expect(all(y == 7), "irecv after the timeout")

@@ -31,29 +31,29 @@ static void check_split(pg_strategy *s) {
   const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
   pg_strategy *rev = NULL, *half = NULL, *none = (pg_strategy *)0x1;
   /* Reversed: key = -rank. */
-  PG_CHECK_STATUS(pg_strategy_split(s, 0, -rank, &rev), PG_OK);
+  PG_TEST_STATUS(pg_strategy_split(s, 0, -rank, &rev), PG_OK);
   if (rev) {
-    PG_CHECK_TRUE(pg_strategy_rank(rev) == size - 1 - rank, "reversed rank %d", pg_strategy_rank(rev));
-    PG_CHECK_TRUE(strcmp(pg_strategy_backend(rev), pg_strategy_backend(s)) == 0, "same backend");
+    PG_TEST_TRUE(pg_strategy_rank(rev) == size - 1 - rank, "reversed rank %d", pg_strategy_rank(rev));
+    PG_TEST_TRUE(strcmp(pg_strategy_backend(rev), pg_strategy_backend(s)) == 0, "same backend");
     int v[3] = {rank, rank, rank}, all[3 * 8];
-    PG_CHECK_STATUS(pg_allgather(rev, v, all, 3, PG_INT32), PG_OK);
+    PG_TEST_STATUS(pg_allgather(rev, v, all, 3, PG_INT32), PG_OK);
     for (int q = 0; q < size && size <= 8; ++q)
-      PG_CHECK_TRUE(all[3 * q] == size - 1 - q, "reversed allgather block %d: %d", q, all[3 * q]);
-    PG_CHECK_STATUS(pg_strategy_destroy(rev), PG_OK);
+      PG_TEST_TRUE(all[3 * q] == size - 1 - q, "reversed allgather block %d: %d", q, all[3 * q]);
+    PG_TEST_STATUS(pg_strategy_destroy(rev), PG_OK);
   }
   /* Even and odd ranks; the last rank joins none. */
   int color = rank == size - 1 && size > 2 ? -1 : rank % 2;
-  PG_CHECK_STATUS(pg_strategy_split(s, color, rank, color < 0 ? &none : &half), PG_OK);
+  PG_TEST_STATUS(pg_strategy_split(s, color, rank, color < 0 ? &none : &half), PG_OK);
   if (color < 0) {
-    PG_CHECK_TRUE(none == NULL, "a negative color gives NULL");
+    PG_TEST_TRUE(none == NULL, "a negative color gives NULL");
   } else if (half) {
     int members = 0;
     for (int r = 0; r < size; ++r) members += (r % 2 == color) && !(r == size - 1 && size > 2);
-    PG_CHECK_TRUE(pg_strategy_size(half) == members, "split size %d, expected %d", pg_strategy_size(half), members);
+    PG_TEST_TRUE(pg_strategy_size(half) == members, "split size %d, expected %d", pg_strategy_size(half), members);
     int one = 1, count = 0;
-    PG_CHECK_STATUS(pg_allreduce(half, &one, &count, 1, PG_INT32, PG_SUM), PG_OK);
-    PG_CHECK_TRUE(count == members, "split allreduce %d", count);
-    PG_CHECK_STATUS(pg_strategy_destroy(half), PG_OK);
+    PG_TEST_STATUS(pg_allreduce(half, &one, &count, 1, PG_INT32, PG_SUM), PG_OK);
+    PG_TEST_TRUE(count == members, "split allreduce %d", count);
+    PG_TEST_STATUS(pg_strategy_destroy(half), PG_OK);
   }
 }
 
@@ -64,35 +64,35 @@ int main(int argc, char **argv) {
   if (!owned) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
 
   pg_strategy *s = NULL;
-  PG_CHECK_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
   MPI_Initialized(&flag);
-  PG_CHECK_TRUE(flag, "MPI is initialized after create");
+  PG_TEST_TRUE(flag, "MPI is initialized after create");
   if (s) check_split(s);
 
   /* Library-allocated buffers work like any other and are freed once. */
   float *buf = NULL;
-  PG_CHECK_STATUS(pg_mem_alloc(s, 1000 * sizeof(float), (void **)&buf), PG_OK);
+  PG_TEST_STATUS(pg_mem_alloc(s, 1000 * sizeof(float), (void **)&buf), PG_OK);
   if (buf) {
     for (int i = 0; i < 1000; ++i) buf[i] = 1.0f;
-    PG_CHECK_STATUS(pg_allreduce(s, buf, buf, 1000, PG_FLOAT32, PG_SUM), PG_OK);
-    PG_CHECK_TRUE(buf[999] == (float)pg_strategy_size(s), "allreduce in pg_mem_alloc memory: %g", buf[999]);
-    PG_CHECK_STATUS(pg_mem_free(s, buf), PG_OK);
-    PG_CHECK_STATUS(pg_mem_free(s, buf), PG_ERR_INVALID_ARGUMENT);  /* not twice */
+    PG_TEST_STATUS(pg_allreduce(s, buf, buf, 1000, PG_FLOAT32, PG_SUM), PG_OK);
+    PG_TEST_TRUE(buf[999] == (float)pg_strategy_size(s), "allreduce in pg_mem_alloc memory: %g", buf[999]);
+    PG_TEST_STATUS(pg_mem_free(s, buf), PG_OK);
+    PG_TEST_STATUS(pg_mem_free(s, buf), PG_ERR_INVALID_ARGUMENT);  /* not twice */
   }
 
   /* Two strategies on different communicators, used from two threads at once. */
   MPI_Query_thread(&provided);
   if (provided == MPI_THREAD_MULTIPLE && s) {
     pg_strategy *t = NULL;
-    PG_CHECK_STATUS(pg_strategy_create_comm("cpu", "mpi", MPI_COMM_WORLD, &t), PG_OK);
+    PG_TEST_STATUS(pg_strategy_create_comm("cpu", "mpi", MPI_COMM_WORLD, &t), PG_OK);
     struct job a = {s, 50, 0}, b = {t, 50, 0};
     pthread_t ta, tb;
     pthread_create(&ta, NULL, hammer, &a);
     pthread_create(&tb, NULL, hammer, &b);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    PG_CHECK_TRUE(a.ok && b.ok, "concurrent strategies: %d %d", a.ok, b.ok);
-    PG_CHECK_STATUS(pg_strategy_destroy(t), PG_OK);
+    PG_TEST_TRUE(a.ok && b.ok, "concurrent strategies: %d %d", a.ok, b.ok);
+    PG_TEST_STATUS(pg_strategy_destroy(t), PG_OK);
   }
 
   int failed = pg_test_verdict(MPI_COMM_WORLD, owned ? "test_lifecycle owned" : "test_lifecycle");
@@ -100,12 +100,12 @@ int main(int argc, char **argv) {
     /* s stays alive: the library destroys it and finalizes MPI at exit. */
     return failed;
   }
-  PG_CHECK_STATUS(pg_strategy_destroy(s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
   /* The application owns MPI: the library must not finalize it. */
   MPI_Finalized(&flag);
-  if (!PG_CHECK_TRUE(!flag, "the library finalized the application's MPI")) return 1;
+  if (!PG_TEST_TRUE(!flag, "the library finalized the application's MPI")) return 1;
   pg_strategy *late = NULL;
-  PG_CHECK_STATUS(pg_strategy_create("cpu", NULL, &late), PG_OK);
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &late), PG_OK);
   MPI_Finalize();
   /* After MPI_Finalize: calls are refused, destroy frees memory and makes no MPI call. */
   int one = 1, sum = 0;

@@ -25,7 +25,7 @@ static pg_status plain_allreduce(void *state, const void *send, void *recv, size
 
 static void check_backend(const char *backend) {
   pg_strategy *s = NULL;
-  PG_CHECK_STATUS(pg_strategy_create("cpu", backend, &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_create("cpu", backend, &s), PG_OK);
   if (!s) return;
   const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
   enum { N = 257 };
@@ -34,95 +34,95 @@ static void check_backend(const char *backend) {
 
   pg_test_step("%s: iallreduce, then a blocking call", backend);
   pg_work *w1 = NULL, *w2 = NULL, *w3 = NULL;
-  PG_CHECK_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &w1), PG_OK);
+  PG_TEST_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &w1), PG_OK);
   int root_value = rank == 0 ? 7 : 0;
-  PG_CHECK_STATUS(pg_ibroadcast(s, &root_value, 1, PG_INT32, 0, &w2), PG_OK);
-  PG_CHECK_STATUS(pg_iallgather(s, x, g, N, PG_FLOAT64, &w3), PG_OK);
+  PG_TEST_STATUS(pg_ibroadcast(s, &root_value, 1, PG_INT32, 0, &w2), PG_OK);
+  PG_TEST_STATUS(pg_iallgather(s, x, g, N, PG_FLOAT64, &w3), PG_OK);
   /* A blocking call after started work runs after it. */
   for (int i = 0; i < N; ++i) z[i] = 1.0;
-  PG_CHECK_STATUS(pg_allreduce(s, z, z, N, PG_FLOAT64, PG_SUM), PG_OK);
-  PG_CHECK_STATUS(pg_work_wait(w1, -1), PG_OK);
-  PG_CHECK_STATUS(pg_work_wait(w2, 30.0), PG_OK);
+  PG_TEST_STATUS(pg_allreduce(s, z, z, N, PG_FLOAT64, PG_SUM), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(w1, -1), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(w2, 30.0), PG_OK);
   int done = 0;
-  PG_CHECK_STATUS(pg_work_wait(w3, -1), PG_OK);
-  PG_CHECK_STATUS(pg_work_test(w3, &done), PG_OK);
-  PG_CHECK_TRUE(done == 1, "finished work tests done");
+  PG_TEST_STATUS(pg_work_wait(w3, -1), PG_OK);
+  PG_TEST_STATUS(pg_work_test(w3, &done), PG_OK);
+  PG_TEST_TRUE(done == 1, "finished work tests done");
   for (int i = 0; i < N; ++i) {
     double want = size * (size - 1) / 2.0 + (double)size * i;
-    if (!PG_CHECK_TRUE(y[i] == want && z[i] == size, "%s: element %d: %g / %g", backend, i, y[i], z[i])) break;
+    if (!PG_TEST_TRUE(y[i] == want && z[i] == size, "%s: element %d: %g / %g", backend, i, y[i], z[i])) break;
   }
   for (int q = 0; q < size && size <= 4; ++q)
-    PG_CHECK_TRUE(g[q * N + 5] == q + 5, "%s: allgather block %d", backend, q);
-  PG_CHECK_TRUE(root_value == 7, "ibroadcast: %d", root_value);
-  PG_CHECK_STATUS(pg_work_free(w1), PG_OK);
-  PG_CHECK_STATUS(pg_work_free(w2), PG_OK);
-  PG_CHECK_STATUS(pg_work_free(w3), PG_OK);
+    PG_TEST_TRUE(g[q * N + 5] == q + 5, "%s: allgather block %d", backend, q);
+  PG_TEST_TRUE(root_value == 7, "ibroadcast: %d", root_value);
+  PG_TEST_STATUS(pg_work_free(w1), PG_OK);
+  PG_TEST_STATUS(pg_work_free(w2), PG_OK);
+  PG_TEST_STATUS(pg_work_free(w3), PG_OK);
 
   pg_test_step("%s: queue state differs between ranks", backend);
   /* One rank waits for its first work before starting the second, the others
    * do not: how the second starts must not depend on that. */
   pg_work *first = NULL, *second = NULL;
   int token = rank == 0 ? 5 : 0;
-  PG_CHECK_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &first), PG_OK);
-  if (rank == 1) PG_CHECK_STATUS(pg_work_wait(first, -1), PG_OK);
-  PG_CHECK_STATUS(pg_ibroadcast(s, &token, 1, PG_INT32, 0, &second), PG_OK);
-  PG_CHECK_STATUS(pg_work_wait(second, 60.0), PG_OK);
-  PG_CHECK_STATUS(pg_work_wait(first, 60.0), PG_OK);
-  PG_CHECK_TRUE(token == 5 && y[1] == size * (size - 1) / 2.0 + size, "results %d %g", token, y[1]);
-  PG_CHECK_STATUS(pg_work_free(first), PG_OK);
-  PG_CHECK_STATUS(pg_work_free(second), PG_OK);
+  PG_TEST_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &first), PG_OK);
+  if (rank == 1) PG_TEST_STATUS(pg_work_wait(first, -1), PG_OK);
+  PG_TEST_STATUS(pg_ibroadcast(s, &token, 1, PG_INT32, 0, &second), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(second, 60.0), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(first, 60.0), PG_OK);
+  PG_TEST_TRUE(token == 5 && y[1] == size * (size - 1) / 2.0 + size, "results %d %g", token, y[1]);
+  PG_TEST_STATUS(pg_work_free(first), PG_OK);
+  PG_TEST_STATUS(pg_work_free(second), PG_OK);
 
   pg_test_step("%s: irecv timeout", backend);
   if (size > 1 && rank < 2) {
     double v = -1;
     pg_work *r = NULL;
     if (rank == 1) {
-      PG_CHECK_STATUS(pg_irecv(s, &v, 1, PG_FLOAT64, 0, 11, &r), PG_OK);
+      PG_TEST_STATUS(pg_irecv(s, &v, 1, PG_FLOAT64, 0, 11, &r), PG_OK);
       /* Nothing was sent yet: the wait times out and the work stays valid. */
-      PG_CHECK_STATUS(pg_work_wait(r, 0.05), PG_ERR_TIMEOUT);
-      PG_CHECK_STATUS(pg_work_free(r), PG_ERR_STATE);
+      PG_TEST_STATUS(pg_work_wait(r, 0.05), PG_ERR_TIMEOUT);
+      PG_TEST_STATUS(pg_work_free(r), PG_ERR_STATE);
       MPI_Send(&v, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD);  /* now rank 0 may send */
-      PG_CHECK_STATUS(pg_work_wait(r, -1), PG_OK);
-      PG_CHECK_TRUE(v == 3.5, "irecv got %g", v);
-      PG_CHECK_STATUS(pg_work_free(r), PG_OK);
+      PG_TEST_STATUS(pg_work_wait(r, -1), PG_OK);
+      PG_TEST_TRUE(v == 3.5, "irecv got %g", v);
+      PG_TEST_STATUS(pg_work_free(r), PG_OK);
     } else {
       MPI_Recv(&v, 0, MPI_BYTE, 1, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       v = 3.5;
-      PG_CHECK_STATUS(pg_isend(s, &v, 1, PG_FLOAT64, 1, 11, &r), PG_OK);
-      PG_CHECK_STATUS(pg_work_wait(r, -1), PG_OK);
-      PG_CHECK_STATUS(pg_work_free(r), PG_OK);
+      PG_TEST_STATUS(pg_isend(s, &v, 1, PG_FLOAT64, 1, 11, &r), PG_OK);
+      PG_TEST_STATUS(pg_work_wait(r, -1), PG_OK);
+      PG_TEST_STATUS(pg_work_free(r), PG_OK);
     }
   }
   pg_test_step("%s: ibarrier and the remaining twins", backend);
   pg_work *b = NULL;
-  PG_CHECK_STATUS(pg_ibarrier(s, &b), PG_OK);
-  PG_CHECK_STATUS(pg_work_wait(b, -1), PG_OK);
-  PG_CHECK_STATUS(pg_work_free(b), PG_OK);
+  PG_TEST_STATUS(pg_ibarrier(s, &b), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(b, -1), PG_OK);
+  PG_TEST_STATUS(pg_work_free(b), PG_OK);
   pg_work *w[5] = {NULL};
   double rs[N], red[N], sc[N], a2a[4 * N], a2a_out[4 * N];
   for (int i = 0; i < size * N && size <= 4; ++i) { g[i] = rank + i; a2a[i] = rank * 1000 + i; }
-  PG_CHECK_STATUS(pg_ireduce_scatter(s, g, rs, N, PG_FLOAT64, PG_SUM, &w[0]), PG_OK);
-  PG_CHECK_STATUS(pg_ireduce(s, x, red, N, PG_FLOAT64, PG_MAX, 0, &w[1]), PG_OK);
-  PG_CHECK_STATUS(pg_iscatter(s, a2a, sc, N, PG_FLOAT64, 0, &w[2]), PG_OK);
-  PG_CHECK_STATUS(pg_ialltoall(s, a2a, a2a_out, N, PG_FLOAT64, &w[3]), PG_OK);
-  PG_CHECK_STATUS(pg_igather(s, x, rank == 0 ? g : NULL, N, PG_FLOAT64, 0, &w[4]), PG_OK);
+  PG_TEST_STATUS(pg_ireduce_scatter(s, g, rs, N, PG_FLOAT64, PG_SUM, &w[0]), PG_OK);
+  PG_TEST_STATUS(pg_ireduce(s, x, red, N, PG_FLOAT64, PG_MAX, 0, &w[1]), PG_OK);
+  PG_TEST_STATUS(pg_iscatter(s, a2a, sc, N, PG_FLOAT64, 0, &w[2]), PG_OK);
+  PG_TEST_STATUS(pg_ialltoall(s, a2a, a2a_out, N, PG_FLOAT64, &w[3]), PG_OK);
+  PG_TEST_STATUS(pg_igather(s, x, rank == 0 ? g : NULL, N, PG_FLOAT64, 0, &w[4]), PG_OK);
   for (int i = 0; i < 5; ++i) {
-    PG_CHECK_STATUS(pg_work_wait(w[i], -1), PG_OK);
-    PG_CHECK_STATUS(pg_work_free(w[i]), PG_OK);
+    PG_TEST_STATUS(pg_work_wait(w[i], -1), PG_OK);
+    PG_TEST_STATUS(pg_work_free(w[i]), PG_OK);
   }
-  PG_CHECK_TRUE(rs[1] == size * (size - 1) / 2.0 + (double)size * (rank * N + 1), "ireduce_scatter: %g", rs[1]);
-  if (rank == 0) PG_CHECK_TRUE(red[2] == size - 1 + 2, "ireduce max: %g", red[2]);
-  PG_CHECK_TRUE(sc[3] == rank * N + 3, "iscatter: %g", sc[3]);
-  PG_CHECK_TRUE(size < 2 || a2a_out[N + 4] == 1000 + rank * N + 4, "ialltoall: %g", a2a_out[N + 4]);
-  if (rank == 0) PG_CHECK_TRUE(g[(size - 1) * N + 6] == size - 1 + 6, "igather");
+  PG_TEST_TRUE(rs[1] == size * (size - 1) / 2.0 + (double)size * (rank * N + 1), "ireduce_scatter: %g", rs[1]);
+  if (rank == 0) PG_TEST_TRUE(red[2] == size - 1 + 2, "ireduce max: %g", red[2]);
+  PG_TEST_TRUE(sc[3] == rank * N + 3, "iscatter: %g", sc[3]);
+  PG_TEST_TRUE(size < 2 || a2a_out[N + 4] == 1000 + rank * N + 4, "ialltoall: %g", a2a_out[N + 4]);
+  if (rank == 0) PG_TEST_TRUE(g[(size - 1) * N + 6] == size - 1 + 6, "igather");
 
   /* Destroy completes unfinished work first. */
   pg_work *left = NULL;
-  PG_CHECK_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &left), PG_OK);
-  PG_CHECK_STATUS(pg_strategy_destroy(s), PG_OK);
-  PG_CHECK_STATUS(pg_work_wait(left, -1), PG_OK);
-  PG_CHECK_STATUS(pg_work_free(left), PG_OK);
-  PG_CHECK_TRUE(y[0] == size * (size - 1) / 2.0, "work finished by destroy: %g", y[0]);
+  PG_TEST_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &left), PG_OK);
+  PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(left, -1), PG_OK);
+  PG_TEST_STATUS(pg_work_free(left), PG_OK);
+  PG_TEST_TRUE(y[0] == size * (size - 1) / 2.0, "work finished by destroy: %g", y[0]);
 }
 
 int main(int argc, char **argv) {
@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
   ops.devices = PG_DEVICE_CPU;
   ops.create = plain_create;
   ops.allreduce = plain_allreduce;
-  PG_CHECK_STATUS(pg_backend_register(&ops), PG_OK);
+  PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
   check_backend("mpi");
   check_backend("plain");
   /* fairring's own nonblocking path (its schedule) at every size: no flat

@@ -89,63 +89,63 @@ static int contains(const char *text, const char *part) { return text && strstr(
 
 static void check_registration_errors(void) {
   pg_test_step("registration errors");
-  PG_CHECK_STATUS(pg_backend_register(NULL), PG_ERR_INVALID_ARGUMENT);
+  PG_TEST_STATUS(pg_backend_register(NULL), PG_ERR_INVALID_ARGUMENT);
 
   const char *bad_names[] = {"", "UPPER", "a/b", "../x", "with-dash", "with space"};
   for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; ++i) {
     pg_backend_ops ops = base_table(bad_names[i]);
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
-    PG_CHECK_TRUE(contains(pg_last_error(), "[a-z0-9_]"), "message for '%s' should say what is accepted: %s",
-                  bad_names[i], pg_last_error());
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
+    PG_TEST_TRUE(contains(pg_last_error(), "[a-z0-9_]"), "message for '%s' should say what is accepted: %s",
+                 bad_names[i], pg_last_error());
   }
   {
     pg_backend_ops ops = base_table(NULL);
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
   }
   char name64[65], name63[64];
   memset(name64, 'a', 64); name64[64] = '\0';
   memset(name63, 'b', 63); name63[63] = '\0';
   {
     pg_backend_ops ops = base_table(name64);
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
     ops = base_table(name63);
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_OK);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
   }
   {
     /* The name is copied: the caller's buffer may change afterwards. */
     char name[] = "copied_name";
     pg_backend_ops ops = base_table(name);
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_OK);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
     name[0] = 'X';
     ops = base_table("copied_name");
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT); /* duplicate */
-    PG_CHECK_TRUE(contains(pg_last_error(), "copied_name"), "duplicate message: %s", pg_last_error());
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT); /* duplicate */
+    PG_TEST_TRUE(contains(pg_last_error(), "copied_name"), "duplicate message: %s", pg_last_error());
   }
   {
     pg_backend_ops ops = base_table("mpi"); /* a built-in */
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
     ops = base_table("nccl"); /* registered in every build */
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
   }
   {
     pg_backend_ops ops = base_table("no_create");
     ops.create = NULL;
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
     ops = base_table("no_devices");
     ops.devices = 0;
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_INVALID_ARGUMENT);
   }
   {
     pg_backend_ops ops = base_table("abi_future");
     ops.abi_version = PG_BACKEND_ABI_VERSION + 1;
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_PLUGIN);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_PLUGIN);
     char mine[16], theirs[16];
     snprintf(mine, sizeof mine, "%d", PG_BACKEND_ABI_VERSION);
     snprintf(theirs, sizeof theirs, "%d", PG_BACKEND_ABI_VERSION + 1);
-    PG_CHECK_TRUE(contains(pg_last_error(), mine) && contains(pg_last_error(), theirs),
-                  "the ABI message should name versions %s and %s: %s", theirs, mine, pg_last_error());
+    PG_TEST_TRUE(contains(pg_last_error(), mine) && contains(pg_last_error(), theirs),
+                 "the ABI message should name versions %s and %s: %s", theirs, mine, pg_last_error());
     ops.abi_version = 0;
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_ERR_PLUGIN);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_ERR_PLUGIN);
   }
   {
     /* A table from a newer header: larger, with something set beyond what this
@@ -156,14 +156,14 @@ static void check_registration_errors(void) {
     ops.struct_size = sizeof ops + extra;
     memcpy(big, &ops, sizeof ops);
     big[sizeof ops + 3] = 1;
-    PG_CHECK_STATUS(pg_backend_register((const pg_backend_ops *)big), PG_ERR_PLUGIN);
-    PG_CHECK_TRUE(contains(pg_last_error(), "struct_size") || contains(pg_last_error(), "version"),
-                  "the size message should name both versions: %s", pg_last_error());
+    PG_TEST_STATUS(pg_backend_register((const pg_backend_ops *)big), PG_ERR_PLUGIN);
+    PG_TEST_TRUE(contains(pg_last_error(), "struct_size") || contains(pg_last_error(), "version"),
+                 "the size message should name both versions: %s", pg_last_error());
     ops = base_table("bigger_zero");
     ops.struct_size = sizeof ops + extra;
     memset(big, 0, sizeof ops + extra);
     memcpy(big, &ops, sizeof ops);
-    PG_CHECK_STATUS(pg_backend_register((const pg_backend_ops *)big), PG_OK);
+    PG_TEST_STATUS(pg_backend_register((const pg_backend_ops *)big), PG_OK);
     free(big);
   }
   {
@@ -173,29 +173,29 @@ static void check_registration_errors(void) {
     ops.allreduce = only_allreduce;
     ops.struct_size = offsetof(pg_backend_ops, allreduce) + sizeof ops.allreduce;
     ops.broadcast = must_not_run;
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_OK);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
   }
   {
     pg_backend_ops ops = base_table("cuda_only");
     ops.devices = PG_DEVICE_CUDA;
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_OK);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
   }
   {
     pg_backend_ops ops = base_table("fails_on_last");
     ops.create = failing_create;
     ops.destroy = NULL;
-    PG_CHECK_STATUS(pg_backend_register(&ops), PG_OK);
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
   }
   /* Refused tables left nothing behind. */
   char list[4096];
-  PG_CHECK_STATUS(pg_backends_list(list, sizeof list), PG_OK);
-  PG_CHECK_TRUE(!contains(list, "abi_future") && !contains(list, "bigger_nonzero") &&
+  PG_TEST_STATUS(pg_backends_list(list, sizeof list), PG_OK);
+  PG_TEST_TRUE(!contains(list, "abi_future") && !contains(list, "bigger_nonzero") &&
                     !contains(list, "no_create") && !contains(list, "no_devices") &&
                     !contains(list, name64),
-                "refused tables are listed: %s", list);
-  PG_CHECK_TRUE(contains(list, "bigger_zero") && contains(list, "smaller_table") &&
+               "refused tables are listed: %s", list);
+  PG_TEST_TRUE(contains(list, "bigger_zero") && contains(list, "smaller_table") &&
                     contains(list, "copied_name") && contains(list, name63),
-                "accepted tables are missing: %s", list);
+               "accepted tables are missing: %s", list);
 }
 
 /* --- using the registered backend ---------------------------------------------- */
@@ -204,23 +204,23 @@ static void check_only_allreduce(MPI_Comm comm, const char *what) {
   pg_test_step("only_allreduce on %s", what);
   pg_strategy *s = NULL;
   int creates_before = g_user_data_creates;
-  PG_CHECK_STATUS(pg_strategy_create_comm("cpu", "only_allreduce", comm, &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_create_comm("cpu", "only_allreduce", comm, &s), PG_OK);
   if (!s) return;
-  PG_CHECK_TRUE(g_user_data_creates == creates_before + 1, "create did not get user_data");
-  PG_CHECK_TRUE(strcmp(pg_strategy_backend(s), "only_allreduce") == 0, "backend is %s",
-                pg_strategy_backend(s));
+  PG_TEST_TRUE(g_user_data_creates == creates_before + 1, "create did not get user_data");
+  PG_TEST_TRUE(strcmp(pg_strategy_backend(s), "only_allreduce") == 0, "backend is %s",
+               pg_strategy_backend(s));
   const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
   int my_rank = -1;
   MPI_Comm_rank(comm, &my_rank);
-  PG_CHECK_TRUE(rank == my_rank, "rank %d, expected %d", rank, my_rank);
+  PG_TEST_TRUE(rank == my_rank, "rank %d, expected %d", rank, my_rank);
 
   char text[2048];
-  PG_CHECK_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
-  PG_CHECK_TRUE(contains(text, "delegated") && contains(text, "broadcast") &&
+  PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+  PG_TEST_TRUE(contains(text, "delegated") && contains(text, "broadcast") &&
                     contains(text, "allgather") && contains(text, "barrier"),
-                "describe should list the delegated operations: %s", text);
-  PG_CHECK_TRUE(!contains(strstr(text, "delegated"), "allreduce"),
-                "allreduce is implemented, not delegated: %s", text);
+               "describe should list the delegated operations: %s", text);
+  PG_TEST_TRUE(!contains(strstr(text, "delegated"), "allreduce"),
+               "allreduce is implemented, not delegated: %s", text);
 
   /* Implemented: int32 and float64 SUM, counts 0, 1, P*k+1, large; in and out of place. */
   const size_t counts[] = {0, 1, (size_t)size * 5 + 1, 100003};
@@ -229,67 +229,67 @@ static void check_only_allreduce(MPI_Comm comm, const char *what) {
     int32_t *a = (int32_t *)malloc((n + 1) * sizeof *a), *b = (int32_t *)malloc((n + 1) * sizeof *b);
     double *x = (double *)malloc((n + 1) * sizeof *x);
     for (size_t i = 0; i < n; ++i) { a[i] = rank + (int32_t)(i % 11); x[i] = rank * 0.5 + (double)(i % 3); }
-    PG_CHECK_STATUS(pg_allreduce(s, a, b, n, PG_INT32, PG_SUM), PG_OK);
-    PG_CHECK_STATUS(pg_allreduce(s, x, x, n, PG_FLOAT64, PG_SUM), PG_OK);
+    PG_TEST_STATUS(pg_allreduce(s, a, b, n, PG_INT32, PG_SUM), PG_OK);
+    PG_TEST_STATUS(pg_allreduce(s, x, x, n, PG_FLOAT64, PG_SUM), PG_OK);
     int wrong = 0;
     for (size_t i = 0; i < n; ++i) {
       if (b[i] != size * (size - 1) / 2 + size * (int32_t)(i % 11)) ++wrong;
       if (x[i] != 0.5 * size * (size - 1) / 2 + size * (double)(i % 3)) ++wrong;
     }
-    PG_CHECK_TRUE(wrong == 0, "%d wrong elements at count %zu", wrong, n);
+    PG_TEST_TRUE(wrong == 0, "%d wrong elements at count %zu", wrong, n);
     free(a); free(b); free(x);
   }
 
   /* Refused pairs fall back: int32 MAX, float32 SUM, float64 AVG. */
   int32_t mx = rank, mx_out = -1;
-  PG_CHECK_STATUS(pg_allreduce(s, &mx, &mx_out, 1, PG_INT32, PG_MAX), PG_OK);
-  PG_CHECK_TRUE(mx_out == size - 1, "fallback MAX gave %d", (int)mx_out);
+  PG_TEST_STATUS(pg_allreduce(s, &mx, &mx_out, 1, PG_INT32, PG_MAX), PG_OK);
+  PG_TEST_TRUE(mx_out == size - 1, "fallback MAX gave %d", (int)mx_out);
   float f[3] = {1.0f, 2.0f, (float)rank};
-  PG_CHECK_STATUS(pg_allreduce(s, f, f, 3, PG_FLOAT32, PG_SUM), PG_OK);
-  PG_CHECK_TRUE(f[0] == size && f[1] == 2.0f * size && f[2] == size * (size - 1) / 2.0f,
-                "fallback float32 SUM gave %g %g %g", f[0], f[1], f[2]);
+  PG_TEST_STATUS(pg_allreduce(s, f, f, 3, PG_FLOAT32, PG_SUM), PG_OK);
+  PG_TEST_TRUE(f[0] == size && f[1] == 2.0f * size && f[2] == size * (size - 1) / 2.0f,
+               "fallback float32 SUM gave %g %g %g", f[0], f[1], f[2]);
   double avg = rank, avg_out = -1;
-  PG_CHECK_STATUS(pg_allreduce(s, &avg, &avg_out, 1, PG_FLOAT64, PG_AVG), PG_OK);
-  PG_CHECK_TRUE(avg_out == (size - 1) / 2.0, "fallback AVG gave %g", avg_out);
+  PG_TEST_STATUS(pg_allreduce(s, &avg, &avg_out, 1, PG_FLOAT64, PG_AVG), PG_OK);
+  PG_TEST_TRUE(avg_out == (size - 1) / 2.0, "fallback AVG gave %g", avg_out);
 
   /* Declining one pair delegates that call only: the pairs the backend
    * implements still run on it. */
   int runs = g_allreduce_runs;
   int32_t one = 1, total = 0;
-  PG_CHECK_STATUS(pg_allreduce(s, &one, &total, 1, PG_INT32, PG_SUM), PG_OK);
-  PG_CHECK_TRUE(total == size, "allreduce after a fallback gave %d", (int)total);
-  PG_CHECK_TRUE(g_allreduce_runs == runs + 1,
-                "after one declined pair, int32 SUM no longer runs on the backend that implements it");
+  PG_TEST_STATUS(pg_allreduce(s, &one, &total, 1, PG_INT32, PG_SUM), PG_OK);
+  PG_TEST_TRUE(total == size, "allreduce after a fallback gave %d", (int)total);
+  PG_TEST_TRUE(g_allreduce_runs == runs + 1,
+               "after one declined pair, int32 SUM no longer runs on the backend that implements it");
 
   /* Missing operations fall back, with their results checked. */
   enum { N = 37 };
   int64_t bc[N];
   for (int root = 0; root < size; ++root) {
     for (int i = 0; i < N; ++i) bc[i] = rank == root ? 1000 * root + i : -1;
-    PG_CHECK_STATUS(pg_broadcast(s, bc, N, PG_INT64, root), PG_OK);
+    PG_TEST_STATUS(pg_broadcast(s, bc, N, PG_INT64, root), PG_OK);
     int wrong = 0;
     for (int i = 0; i < N; ++i) wrong += bc[i] != 1000 * root + i;
-    PG_CHECK_TRUE(wrong == 0, "fallback broadcast from %d: %d wrong", root, wrong);
+    PG_TEST_TRUE(wrong == 0, "fallback broadcast from %d: %d wrong", root, wrong);
   }
   int32_t *gathered = (int32_t *)malloc((size_t)size * N * sizeof *gathered);
   int32_t mine[N];
   for (int i = 0; i < N; ++i) mine[i] = rank * 100 + i;
-  PG_CHECK_STATUS(pg_allgather(s, mine, gathered, N, PG_INT32), PG_OK);
+  PG_TEST_STATUS(pg_allgather(s, mine, gathered, N, PG_INT32), PG_OK);
   int wrong = 0;
   for (int r = 0; r < size; ++r)
     for (int i = 0; i < N; ++i) wrong += gathered[r * N + i] != r * 100 + i;
-  PG_CHECK_TRUE(wrong == 0, "fallback allgather: %d wrong", wrong);
+  PG_TEST_TRUE(wrong == 0, "fallback allgather: %d wrong", wrong);
   free(gathered);
   double red = rank + 1, red_out = 0;
-  PG_CHECK_STATUS(pg_reduce(s, &red, &red_out, 1, PG_FLOAT64, PG_SUM, size - 1), PG_OK);
+  PG_TEST_STATUS(pg_reduce(s, &red, &red_out, 1, PG_FLOAT64, PG_SUM, size - 1), PG_OK);
   if (rank == size - 1)
-    PG_CHECK_TRUE(red_out == size * (size + 1) / 2.0, "fallback reduce gave %g", red_out);
-  PG_CHECK_STATUS(pg_barrier(s), PG_OK);
+    PG_TEST_TRUE(red_out == size * (size + 1) / 2.0, "fallback reduce gave %g", red_out);
+  PG_TEST_STATUS(pg_barrier(s), PG_OK);
 
-  PG_CHECK_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
-  PG_CHECK_TRUE(contains(text, "reduce") && contains(text, "barrier"),
-                "describe after fallbacks: %s", text);
-  PG_CHECK_STATUS(pg_strategy_destroy(s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+  PG_TEST_TRUE(contains(text, "reduce") && contains(text, "barrier"),
+               "describe after fallbacks: %s", text);
+  PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
 }
 
 static void check_other_backends(void) {
@@ -298,44 +298,44 @@ static void check_other_backends(void) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
   pg_test_step("smaller_table");
-  PG_CHECK_STATUS(pg_strategy_create("cpu", "smaller_table", &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_create("cpu", "smaller_table", &s), PG_OK);
   if (s) {
     int32_t v = 2, out = 0;
-    PG_CHECK_STATUS(pg_allreduce(s, &v, &out, 1, PG_INT32, PG_SUM), PG_OK);
-    PG_CHECK_TRUE(out == 2 * size, "allreduce gave %d", (int)out);
+    PG_TEST_STATUS(pg_allreduce(s, &v, &out, 1, PG_INT32, PG_SUM), PG_OK);
+    PG_TEST_TRUE(out == 2 * size, "allreduce gave %d", (int)out);
     int32_t b = pg_strategy_rank(s) == 0 ? 7 : 0;
-    PG_CHECK_STATUS(pg_broadcast(s, &b, 1, PG_INT32, 0), PG_OK); /* NULL for the library */
-    PG_CHECK_TRUE(b == 7, "broadcast gave %d", (int)b);
-    PG_CHECK_STATUS(pg_strategy_destroy(s), PG_OK);
+    PG_TEST_STATUS(pg_broadcast(s, &b, 1, PG_INT32, 0), PG_OK); /* NULL for the library */
+    PG_TEST_TRUE(b == 7, "broadcast gave %d", (int)b);
+    PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
     s = NULL;
   }
 
   pg_test_step("bigger_zero");
-  PG_CHECK_STATUS(pg_strategy_create("cpu", "bigger_zero", &s), PG_OK);
-  PG_CHECK_STATUS(pg_strategy_destroy(s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_create("cpu", "bigger_zero", &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
   s = NULL;
 
   pg_test_step("cuda_only on cpu");
-  PG_CHECK_STATUS(pg_strategy_create("cpu", "cuda_only", &s), PG_ERR_UNSUPPORTED);
-  PG_CHECK_TRUE(s == NULL, "no strategy on failure");
+  PG_TEST_STATUS(pg_strategy_create("cpu", "cuda_only", &s), PG_ERR_UNSUPPORTED);
+  PG_TEST_TRUE(s == NULL, "no strategy on failure");
 
   pg_test_step("refused table is not a backend");
-  PG_CHECK_STATUS(pg_strategy_create("cpu", "abi_future", &s), PG_ERR_UNKNOWN_BACKEND);
+  PG_TEST_STATUS(pg_strategy_create("cpu", "abi_future", &s), PG_ERR_UNKNOWN_BACKEND);
 
   pg_test_step("create fails on the last rank");
   pg_status rc = pg_strategy_create("cpu", "fails_on_last", &s);
-  PG_CHECK_TRUE(rc != PG_OK, "create failing on one rank succeeded on this rank");
+  PG_TEST_TRUE(rc != PG_OK, "create failing on one rank succeeded on this rank");
   int mine = (int)rc, lo = 0, hi = 0;
   MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  PG_CHECK_TRUE(lo == hi, "ranks returned different statuses (%d..%d)", lo, hi);
+  PG_TEST_TRUE(lo == hi, "ranks returned different statuses (%d..%d)", lo, hi);
   char rank_text[32];
   snprintf(rank_text, sizeof rank_text, "rank %d", size - 1);
   if (size > 1)
-    PG_CHECK_TRUE(contains(pg_last_error(), rank_text), "message should name %s: %s", rank_text,
-                  pg_last_error());
-  PG_CHECK_TRUE(contains(pg_last_error(), "no widget on this node"),
-                "message should carry the backend's logged reason: %s", pg_last_error());
+    PG_TEST_TRUE(contains(pg_last_error(), rank_text), "message should name %s: %s", rank_text,
+                 pg_last_error());
+  PG_TEST_TRUE(contains(pg_last_error(), "no widget on this node"),
+               "message should carry the backend's logged reason: %s", pg_last_error());
 }
 
 int main(int argc, char **argv) {
@@ -346,7 +346,7 @@ int main(int argc, char **argv) {
 
   pg_backend_ops ops = base_table("only_allreduce");
   ops.allreduce = only_allreduce;
-  PG_CHECK_STATUS(pg_backend_register(&ops), PG_OK);
+  PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
 
   check_only_allreduce(MPI_COMM_WORLD, "MPI_COMM_WORLD");
   /* A reversed communicator. */
@@ -357,7 +357,7 @@ int main(int argc, char **argv) {
   MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
   check_only_allreduce(reversed, "a reversed communicator");
   MPI_Comm_free(&reversed);
-  PG_CHECK_TRUE(g_creates == g_destroys, "%d creates but %d destroys", g_creates, g_destroys);
+  PG_TEST_TRUE(g_creates == g_destroys, "%d creates but %d destroys", g_creates, g_destroys);
 
   check_other_backends();
 
