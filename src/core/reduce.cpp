@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "core/half.h"
@@ -9,18 +10,33 @@
 namespace pg {
 namespace {
 
+// The bits of a float or double, as an unsigned integer of its size.
+template <typename T>
+auto bits_of(T x) {
+  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t> b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
 // MIN and MAX that give the same bits whichever operand comes first (MPI
-// combines in a different order on each rank): NaN wins, and -0 < +0.
+// combines in a different order on each rank): NaN wins (of two NaNs, the one
+// with the larger bit pattern), and -0 < +0.
+template <typename T>
+T nan_of(T x, T y) {
+  if (x != x && y != y) return bits_of(x) > bits_of(y) ? x : y;
+  return x != x ? x : y;
+}
+
 template <typename T>
 T symmetric_min(T x, T y) {
-  if (x != x || y != y) return x != x ? x : y;
+  if (x != x || y != y) return nan_of(x, y);
   if (x == y) return std::signbit(x) ? x : y;
   return x < y ? x : y;
 }
 
 template <typename T>
 T symmetric_max(T x, T y) {
-  if (x != x || y != y) return x != x ? x : y;
+  if (x != x || y != y) return nan_of(x, y);
   if (x == y) return std::signbit(x) ? y : x;
   return x > y ? x : y;
 }

@@ -141,6 +141,7 @@ class Suite {
         for (bool in_place : {false, true}) movement(dtype, n, in_place);
     }
     symmetry();
+    unsigned_extremes();
     identical(options_.quick ? 40 : 3001);
     pg_test_step("barrier");
     PG_TEST_STATUS(pg_barrier(s_), PG_OK);
@@ -330,6 +331,26 @@ class Suite {
         if (P_ > 1) PG_TEST_TRUE(negative == (op == PG_MIN), "%s %s of +0 and -0", pg_dtype_name(dtype), pg_op_name(op));
         const double second = load_real(out.data, 1, dtype);
         if (P_ > 1) PG_TEST_TRUE(std::isnan(second), "%s %s with a NaN: %g", pg_dtype_name(dtype), pg_op_name(op), second);
+      }
+    }
+  }
+
+  // MIN/MAX of unsigned values with the top bit set (an MPI that compares them
+  // as signed gets these wrong): rank q contributes 14 + q, rank 0 also a value
+  // at the top of the type's range.
+  void unsigned_extremes() {
+    pg_test_step("unsigned min/max");
+    for (pg_dtype dtype : {PG_UINT8, PG_UINT32, PG_UINT64}) {
+      const std::size_t es = pg_dtype_size(dtype);
+      const uint64_t top = uint64_t(0x90) << (8 * (es - 1));  // 144 << ...: the top bit set
+      for (pg_op op : {PG_MIN, PG_MAX}) {
+        Buffer v = sendbuf(2 * es), out = recvbuf(2 * es), want = local(2 * es);
+        store(v.data, 0, dtype, 14 + R_);
+        store(v.data, 1, dtype, R_ == 0 ? top : 14 + R_);
+        store(want.data, 0, dtype, op == PG_MIN ? 14 : 14 + P_ - 1);
+        store(want.data, 1, dtype, op == PG_MIN ? (P_ > 1 ? 15 : top) : top);
+        expect_ok(pg_allreduce(s_, v.data, out.data, 2, dtype, op), {"allreduce", dtype, op, 2, false});
+        expect_bytes(out.data, want.data, 2 * es, {"allreduce (top bit set)", dtype, op, 2, false});
       }
     }
   }

@@ -93,7 +93,7 @@ TEST(ReduceLocal, MinMaxOrderSignedZerosAndNans) {
 // symmetric_max in src/core/reduce.cpp), so MIN and MAX of NaNs that differ in
 // sign or payload depend on which operand is inout, and ranks of one allreduce
 // can disagree. Enable it with the fix.
-TEST(ReduceLocal, DISABLED_MinMaxOfTwoDifferentNansIsSymmetric) {
+TEST(ReduceLocal, MinMaxOfTwoDifferentNansIsSymmetric) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const pg_op op : {PG_MIN, PG_MAX}) {
     EXPECT_EQ(bits(reduce(PG_FLOAT32, op, nan, -nan)), bits(reduce(PG_FLOAT32, op, -nan, nan))) << pg_op_name(op);

@@ -10,8 +10,10 @@ namespace pg::mpi {
 namespace {
 
 // User operations for the pairs MPI's built-ins get wrong for the library:
-// fp16/bf16 (combined in float, rounded) and float MIN/MAX (MPI's are not
-// symmetric for NaN and signed zeros). All go through the library's kernel.
+// fp16/bf16 (combined in float, rounded), float MIN/MAX (MPI's are not
+// symmetric for NaN and signed zeros) and unsigned MIN/MAX (MPICH 4.0.2
+// compares MPI_UINT8_T, MPI_UINT32_T and MPI_UINT64_T as signed). All go
+// through the library's kernel.
 template <pg_dtype Dtype, pg_op Op>
 void combine(void *in, void *inout, int *len, MPI_Datatype *) {
   reduce_local(Dtype, Op, inout, in, static_cast<std::size_t>(*len));
@@ -19,28 +21,48 @@ void combine(void *in, void *inout, int *len, MPI_Datatype *) {
 
 using Fn = void (*)(void *, void *, int *, MPI_Datatype *);
 
-// The user operations of one dtype, indexed by op: sum, prod, min, max.
 template <pg_dtype Dtype>
-constexpr Fn kUserFns[4] = {combine<Dtype, PG_SUM>, combine<Dtype, PG_PROD>, combine<Dtype, PG_MIN>,
-                            combine<Dtype, PG_MAX>};
+Fn user_fn(pg_op op) {
+  switch (op) {
+    case PG_PROD: return combine<Dtype, PG_PROD>;
+    case PG_MIN: return combine<Dtype, PG_MIN>;
+    case PG_MAX: return combine<Dtype, PG_MAX>;
+    default: return combine<Dtype, PG_SUM>;
+  }
+}
 
-// One MPI_Op per (dtype, op) pair that needs one, created on first use.
+Fn user_fn(pg_dtype dtype, pg_op op) {
+  switch (dtype) {
+    case PG_UINT8: return user_fn<PG_UINT8>(op);
+    case PG_UINT32: return user_fn<PG_UINT32>(op);
+    case PG_UINT64: return user_fn<PG_UINT64>(op);
+    case PG_FLOAT16: return user_fn<PG_FLOAT16>(op);
+    case PG_BFLOAT16: return user_fn<PG_BFLOAT16>(op);
+    case PG_FLOAT32: return user_fn<PG_FLOAT32>(op);
+    default: return user_fn<PG_FLOAT64>(op);
+  }
+}
+
+bool needs_user_op(pg_dtype dtype, pg_op op) {
+  if (dtype == PG_FLOAT16 || dtype == PG_BFLOAT16) return true;
+  const bool extreme = op == PG_MIN || op == PG_MAX;
+  const bool is_unsigned = dtype == PG_UINT8 || dtype == PG_UINT32 || dtype == PG_UINT64;
+  return extreme && (is_floating(dtype) || is_unsigned);
+}
+
+// One MPI_Op per (dtype, op) pair that needs one, created on first use and
+// kept for the life of the process.
 pg_status user_op(pg_dtype dtype, pg_op op, MPI_Op *out) {
-  constexpr pg_dtype kTypes[4] = {PG_FLOAT16, PG_BFLOAT16, PG_FLOAT32, PG_FLOAT64};
-  static const Fn *const fns[4] = {kUserFns<PG_FLOAT16>, kUserFns<PG_BFLOAT16>, kUserFns<PG_FLOAT32>,
-                                   kUserFns<PG_FLOAT64>};
-  static std::once_flag once;
-  static MPI_Op ops[4][4];
-  static int error = MPI_SUCCESS;
-  std::call_once(once, [] {
-    for (int t = 0; t < 4; ++t)
-      for (int o = 0; o < 4; ++o)
-        if (error == MPI_SUCCESS) error = MPI_Op_create(fns[t][o], /*commute=*/1, &ops[t][o]);
-  });
-  if (error != MPI_SUCCESS) return mpi_failure(error, "MPI_Op_create", __FILE__, __LINE__);
-  int t = 0;
-  while (kTypes[t] != dtype) ++t;
-  *out = ops[t][op];
+  static std::mutex mutex;
+  static MPI_Op ops[kDtypeCount][kOpCount];
+  static bool made[kDtypeCount][kOpCount];
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!made[dtype][op]) {
+    const int error = MPI_Op_create(user_fn(dtype, op), /*commute=*/1, &ops[dtype][op]);
+    if (error != MPI_SUCCESS) return mpi_failure(error, "MPI_Op_create", __FILE__, __LINE__);
+    made[dtype][op] = true;
+  }
+  *out = ops[dtype][op];
   return PG_OK;
 }
 
@@ -64,8 +86,7 @@ MPI_Datatype datatype(pg_dtype dtype) {
 
 pg_status operation(pg_dtype dtype, pg_op op, MPI_Op *out) {
   const pg_op combine_op = op == PG_AVG ? PG_SUM : op;
-  if (dtype == PG_FLOAT16 || dtype == PG_BFLOAT16) return user_op(dtype, combine_op, out);
-  if (is_floating(dtype) && (op == PG_MIN || op == PG_MAX)) return user_op(dtype, op, out);
+  if (needs_user_op(dtype, combine_op)) return user_op(dtype, combine_op, out);
   switch (op) {
     case PG_SUM:
     case PG_AVG: *out = MPI_SUM; break;
