@@ -1,7 +1,8 @@
-/* The gloo plugin checked against the mpi backend: allreduce for every dtype
- * and op it implements, broadcast from every root, allgather in and out of
- * place, barrier; the pairs it refuses (AVG, fp16/bf16, bitwise) and the
- * operations it lacks give the same results through the fallback.
+/* What the gloo plugin adds beyond the conformance suite (test_collectives
+ * runs every collective x dtype x op on it, tests/plugin/CMakeLists.txt):
+ * messages large enough for many TCP chunks, broadcast from every root, a
+ * second strategy on a reversed communicator, describe's list of what gloo
+ * lacks, nonblocking calls on the progress thread, and GLOO_SOCKET_IFNAME.
  * PG_TEST_PLUGIN_DIR is the build tree's plugin folder. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -14,88 +15,37 @@
 #include "pg_strategy.h"
 #include "pg_test.h"
 
-static size_t dtype_size(pg_dtype t) {
-  switch (t) {
-    case PG_INT8: case PG_UINT8: return 1;
-    case PG_FLOAT16: case PG_BFLOAT16: return 2;
-    case PG_INT32: case PG_UINT32: case PG_FLOAT32: return 4;
-    default: return 8;
-  }
-}
-
-static const char *dtype_name(pg_dtype t) {
-  static const char *names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                "float16", "bfloat16", "float32", "float64"};
-  return names[t];
-}
-
-/* Element i of rank r, small enough that every op is exact in every type:
- * values 1..3, so a product over 3 ranks is at most 27. */
-static void fill(void *buf, size_t n, pg_dtype t, int rank, int salt) {
-  for (size_t i = 0; i < n; ++i) {
-    int v = 1 + (int)((i * 7 + (size_t)rank * 3 + (size_t)salt) % 3);
-    switch (t) {
-      case PG_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-      case PG_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-      case PG_INT32: ((int32_t *)buf)[i] = v; break;
-      case PG_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-      case PG_INT64: ((int64_t *)buf)[i] = v; break;
-      case PG_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-      /* 1.0, 2.0, 3.0 in IEEE half and bfloat16 */
-      case PG_FLOAT16: ((uint16_t *)buf)[i] = (uint16_t)(v == 1 ? 0x3C00 : v == 2 ? 0x4000 : 0x4200); break;
-      case PG_BFLOAT16: ((uint16_t *)buf)[i] = (uint16_t)(v == 1 ? 0x3F80 : v == 2 ? 0x4000 : 0x4040); break;
-      case PG_FLOAT32: ((float *)buf)[i] = (float)v; break;
-      case PG_FLOAT64: ((double *)buf)[i] = (double)v; break;
-    }
-  }
-}
-
+/* gloo's allreduce against the mpi backend's, bit for bit (small integers:
+ * exact in every order). */
 static void compare_allreduce(pg_strategy *g, pg_strategy *m, pg_dtype t, pg_op op, size_t n,
                               int in_place) {
-  pg_test_step("allreduce %s op %d count %zu%s", dtype_name(t), (int)op, n, in_place ? " in place" : "");
-  const size_t bytes = n * dtype_size(t) + 1;
+  pg_test_step("allreduce %s %s count %zu%s", pg_dtype_name(t), pg_op_name(op), n, in_place ? " in place" : "");
+  const size_t es = pg_dtype_size(t), bytes = n * es + 1;
   char *send = (char *)malloc(bytes), *got = (char *)malloc(bytes), *want = (char *)malloc(bytes);
   const int rank = pg_strategy_rank(g);
-  fill(send, n, t, rank, (int)op);
-  pg_status rc;
-  if (in_place) {
-    memcpy(got, send, bytes);
-    rc = pg_allreduce(g, got, got, n, t, op);
-  } else {
-    rc = pg_allreduce(g, send, got, n, t, op);
+  for (size_t i = 0; i < n; ++i) {
+    const int v = 1 + (int)((i * 7 + (size_t)rank * 3) % 3);
+    if (t == PG_FLOAT32) ((float *)send)[i] = (float)v;
+    else ((int64_t *)send)[i] = v;
   }
-  PG_TEST_TRUE(rc == PG_OK, "gloo allreduce %s op %d count %zu: %s: %s", dtype_name(t), (int)op, n,
-               pg_status_name(rc), pg_last_error());
+  memcpy(got, send, bytes);
+  pg_status rc = pg_allreduce(g, in_place ? got : send, got, n, t, op);
+  PG_TEST_TRUE(rc == PG_OK, "gloo allreduce %s count %zu: %s: %s", pg_dtype_name(t), n, pg_status_name(rc),
+               pg_last_error());
   PG_TEST_STATUS(pg_allreduce(m, send, want, n, t, op), PG_OK);
-  PG_TEST_TRUE(rc != PG_OK || memcmp(got, want, n * dtype_size(t)) == 0,
-               "gloo allreduce %s op %d count %zu%s differs from mpi", dtype_name(t), (int)op, n,
-               in_place ? " in place" : "");
+  PG_TEST_TRUE(rc != PG_OK || memcmp(got, want, n * es) == 0, "gloo allreduce %s %s count %zu%s differs from mpi",
+               pg_dtype_name(t), pg_op_name(op), n, in_place ? " in place" : "");
   free(send); free(got); free(want);
 }
 
 static void check_allreduce(pg_strategy *g, pg_strategy *m) {
-  const int size = pg_strategy_size(g);
-  const size_t counts[] = {0, 1, (size_t)size * 3 + 1, 100003};
-  const pg_dtype native[] = {PG_INT8, PG_UINT8, PG_INT32, PG_UINT32, PG_INT64, PG_UINT64,
-                             PG_FLOAT32, PG_FLOAT64};
-  const pg_op ops[] = {PG_SUM, PG_PROD, PG_MIN, PG_MAX};
-  for (size_t c = 0; c < sizeof counts / sizeof *counts; ++c)
-    for (size_t d = 0; d < sizeof native / sizeof *native; ++d)
-      for (size_t o = 0; o < sizeof ops / sizeof *ops; ++o)
-        compare_allreduce(g, m, native[d], ops[o], counts[c], (int)((c + d + o) % 2));
-
-  /* Refused by gloo, run by the fallback. */
-  compare_allreduce(g, m, PG_FLOAT32, PG_AVG, 1001, 0);
-  compare_allreduce(g, m, PG_FLOAT64, PG_AVG, 1001, 1);
-  compare_allreduce(g, m, PG_FLOAT16, PG_SUM, 1001, 0);
-  compare_allreduce(g, m, PG_BFLOAT16, PG_MAX, 1001, 1);
-  compare_allreduce(g, m, PG_INT32, PG_BAND, 1001, 0);
-  compare_allreduce(g, m, PG_UINT64, PG_BXOR, 1001, 1);
+  compare_allreduce(g, m, PG_FLOAT32, PG_SUM, 100003, 0);
+  compare_allreduce(g, m, PG_INT64, PG_MAX, 100003, 1);
 }
 
 static void check_broadcast(pg_strategy *g) {
   const int rank = pg_strategy_rank(g), size = pg_strategy_size(g);
-  const size_t counts[] = {0, 1, 4099, 1 << 20};
+  const size_t counts[] = {4099, 1 << 20};
   for (int root = 0; root < size; ++root)
     for (size_t c = 0; c < sizeof counts / sizeof *counts; ++c) {
       const size_t n = counts[c];
@@ -117,7 +67,7 @@ static void check_broadcast(pg_strategy *g) {
 
 static void check_allgather(pg_strategy *g) {
   const int rank = pg_strategy_rank(g), size = pg_strategy_size(g);
-  const size_t counts[] = {0, 1, 333, 1 << 18};
+  const size_t counts[] = {333, 1 << 18};
   for (size_t c = 0; c < sizeof counts / sizeof *counts; ++c)
     for (int in_place = 0; in_place < 2; ++in_place) {
       const size_t n = counts[c];
