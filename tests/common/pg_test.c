@@ -1,6 +1,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pg_test.h"
 
+#include "pg_backend.h"
+
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -69,4 +71,32 @@ int pg_test_verdict(MPI_Comm comm, const char *test_name) {
   MPI_Comm_size(comm, &size);
   if (rank == 0) printf("%s on %d ranks: %s\n", test_name, size, all ? "PASSED" : "FAILED");
   return all ? 0 : 1;
+}
+
+static pg_status plain_create(const pg_backend_context *ctx, void *user, void **state) {
+  (void)user;
+  *state = (void *)ctx;
+  return PG_OK;
+}
+
+static pg_status plain_allreduce(void *state, const void *send, void *recv, size_t count, pg_dtype dtype,
+                                 pg_op op) {
+  const pg_backend_context *ctx = state;
+  if (op != PG_SUM || (dtype != PG_INT32 && dtype != PG_FLOAT64)) return PG_ERR_UNSUPPORTED;
+  return MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count,
+                       dtype == PG_INT32 ? MPI_INT32_T : MPI_DOUBLE, MPI_SUM, ctx->comm) == MPI_SUCCESS
+             ? PG_OK
+             : PG_ERR_BACKEND;
+}
+
+pg_status pg_test_register_plain(void) {
+  pg_backend_ops ops;
+  memset(&ops, 0, sizeof ops);
+  ops.abi_version = PG_BACKEND_ABI_VERSION;
+  ops.struct_size = sizeof ops;
+  ops.name = "plain";
+  ops.devices = PG_DEVICE_CPU;
+  ops.create = plain_create;
+  ops.allreduce = plain_allreduce;
+  return pg_backend_register(&ops);
 }

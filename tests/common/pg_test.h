@@ -28,6 +28,11 @@ int pg_test_failures(void);
  * prints the verdict. Collective. */
 int pg_test_verdict(MPI_Comm comm, const char *test_name);
 
+/* Registers "plain": a CPU backend with only a blocking allreduce (int32 and
+ * float64 sums; other pairs are declined), so that its nonblocking calls run
+ * on the library's progress thread and everything else on the default backend. */
+pg_status pg_test_register_plain(void);
+
 /* Checks that record a failure and go on (the library's PG_CHECK returns early). */
 #define PG_TEST_TRUE(cond, ...) pg_test_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 #define PG_TEST_STATUS(call, expected)                                                  \

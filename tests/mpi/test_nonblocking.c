@@ -5,23 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_backend.h"
 #include "pg_test.h"
-
-/* A backend with only a blocking allreduce: nonblocking calls on it run on the
- * library's progress thread, the rest is delegated to the device default. */
-static pg_status plain_create(const pg_backend_context *ctx, void *user, void **state) {
-  (void)user;
-  *state = (void *)ctx;
-  return PG_OK;
-}
-static pg_status plain_allreduce(void *state, const void *send, void *recv, size_t count,
-                                 pg_dtype dtype, pg_op op) {
-  const pg_backend_context *ctx = state;
-  if (dtype != PG_FLOAT64 || op != PG_SUM) return PG_ERR_UNSUPPORTED;
-  return MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, MPI_DOUBLE, MPI_SUM,
-                       ctx->comm) == MPI_SUCCESS ? PG_OK : PG_ERR_BACKEND;
-}
 
 static void check_backend(const char *backend) {
   pg_strategy *s = NULL;
@@ -131,15 +115,7 @@ int main(int argc, char **argv) {
   /* "funneled": below MPI_THREAD_MULTIPLE nonblocking calls complete in the call. */
   int level = argc > 1 && strcmp(argv[1], "funneled") == 0 ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
   MPI_Init_thread(&argc, &argv, level, &provided);
-  pg_backend_ops ops;
-  memset(&ops, 0, sizeof ops);
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = "plain";
-  ops.devices = PG_DEVICE_CPU;
-  ops.create = plain_create;
-  ops.allreduce = plain_allreduce;
-  PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
+  PG_TEST_STATUS(pg_test_register_plain(), PG_OK);
   check_backend("mpi");
   check_backend("plain");
   /* fairring's own nonblocking path (its schedule) at every size: no flat

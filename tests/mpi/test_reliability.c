@@ -16,23 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg_backend.h"
 #include "pg_test.h"
-
-/* A backend with only a blocking allreduce: its nonblocking calls run on the
- * library's progress thread. */
-static pg_status plain_create(const pg_backend_context *ctx, void *user, void **state) {
-  (void)user;
-  *state = (void *)ctx;
-  return PG_OK;
-}
-static pg_status plain_allreduce(void *state, const void *send, void *recv, size_t count,
-                                 pg_dtype dtype, pg_op op) {
-  const pg_backend_context *ctx = state;
-  if (dtype != PG_INT32 || op != PG_SUM) return PG_ERR_UNSUPPORTED;
-  return MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, MPI_INT, MPI_SUM,
-                       ctx->comm) == MPI_SUCCESS ? PG_OK : PG_ERR_BACKEND;
-}
 
 static void memory(pg_strategy *s, int rank) {
   pg_test_step("pg_mem_alloc of 64 GiB on the last rank");
@@ -120,15 +104,7 @@ int main(int argc, char **argv) {
   pg_test_watchdog("test_reliability");
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  pg_backend_ops ops;
-  memset(&ops, 0, sizeof ops);
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = "plain";
-  ops.devices = PG_DEVICE_CPU;
-  ops.create = plain_create;
-  ops.allreduce = plain_allreduce;
-  PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
+  PG_TEST_STATUS(pg_test_register_plain(), PG_OK);
 
   pg_strategy *s = NULL;
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
