@@ -62,7 +62,9 @@ inline bool is_rooted(Coll c) {
   return c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter;
 }
 
-// A started nonblocking operation of a backend.
+// A started nonblocking operation of a backend. It may be destroyed before it
+// finished (a strategy torn down after a failure) and after MPI_Finalize, when
+// its destructor must make no MPI call.
 class Request {
  public:
   virtual ~Request() = default;
@@ -89,6 +91,10 @@ class Backend {
   // The watchdog is about to end the job: stop in-flight device work (NCCL's
   // ncclCommAbort). Called from the watchdog's thread; nothing runs afterwards.
   virtual void abort() {}
+  // This rank made the instance but another rank's create failed: the
+  // destructor that follows must make no collective call (what it would free
+  // collectively is left).
+  virtual void abandon() {}
 };
 
 }  // namespace pg

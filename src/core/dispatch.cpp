@@ -301,8 +301,9 @@ pg_status poll_native(pg_work *w, double timeout_s, bool *done) {
 bool settle(pg_work *w, double timeout_s) {
   if (w->native) {
     if (!w->finished && runtime::finalizing()) {
-      // MPI may not be called any more: the request is given up, not tested.
-      static_cast<void>(w->native.release());
+      // MPI may not be called any more: the request is given up, not tested
+      // (destroying a request makes no MPI call once MPI is finalized).
+      w->native.reset();
       complete(w, PG_ERR_STATE, "MPI was finalized before this work finished; it can no longer finish");
     }
     if (!w->finished) {

@@ -172,11 +172,11 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
   pg_status made = collective_step(s, [&] { return make_strategy_instance(s, *entry, &s->primary); });
   if (made != PG_OK) {
     // Another rank's create failed: this rank's instance must not run the
-    // backend's (collective) destroy alone, so it is left as it is.
+    // backend's (collective) destroy alone, so it is abandoned.
     if (s->primary && s->primary->backend) {
-      PG_LOG(warn, "backend '%s' created here but not on every rank; its instance is leaked",
+      PG_LOG(warn, "backend '%s' created here but not on every rank; its state is left without its destroy",
              entry->name.c_str());
-      static_cast<void>(s->primary->backend.release());
+      s->primary->backend->abandon();
     }
     return made;
   }
@@ -228,11 +228,10 @@ pg_status destroy_strategy(pg_strategy *s) {
       pg_status st = work_wait(w, -1);
       if (st != PG_OK && result == PG_OK) result = st;
     } else if (w->native && !w->finished) {
-      // Its request belongs to the backend about to go: give it back now
-      // (after MPI_Finalize nothing may be called, so it is left).
-      if (alive) w->native.reset(); else w->native.release();
       complete(w, PG_ERR_STATE, "the strategy was destroyed before this work finished");
     }
+    // Its request belongs to the backend about to go: the work keeps only its status.
+    w->native.reset();
     w->strategy = nullptr;
   }
   s->works.clear();

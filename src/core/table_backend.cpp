@@ -24,7 +24,12 @@ class TableRequest final : public Request {
  public:
   TableRequest(const pg_backend_ops &ops, void *state, void *request)
       : ops_(ops), state_(state), request_(request) {}
-  ~TableRequest() override { ops_.request_free(state_, request_); }
+  ~TableRequest() override {
+    // After MPI_Finalize the backend could only fail in MPI; its request is left.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) ops_.request_free(state_, request_);
+  }
   pg_status test(bool *done) override {
     int finished = 0;
     log::Capture logged;
@@ -47,8 +52,10 @@ class TableBackend final : public Backend {
     // After MPI_Finalize the backend could only fail in MPI; its state is left.
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (ops_.destroy && !finalized) ops_.destroy(state_);
+    if (ops_.destroy && !finalized && !abandoned_) ops_.destroy(state_);
   }
+
+  void abandon() override { abandoned_ = true; }  // destroy is collective
 
   bool implements(Coll coll) const override {
     switch (coll) {
@@ -109,6 +116,7 @@ class TableBackend final : public Backend {
  private:
   const pg_backend_ops &ops_;  // the registry's copy, never freed
   void *state_;
+  bool abandoned_ = false;
 };
 
 }  // namespace

@@ -62,6 +62,9 @@ class FairringBackend final : public Backend {
     return PG_OK;
   }
 
+  // The shared window is freed collectively: left as it is.
+  void abandon() override { static_cast<void>(transport_.release()); }
+
   bool implements(Coll coll) const override {
     return coll == Coll::allreduce || coll == Coll::reduce_scatter || coll == Coll::allgather;
   }
