@@ -264,9 +264,12 @@ PG_API pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcou
 
 /** @defgroup nonblocking Nonblocking twins
  * Same arguments as the blocking call plus a trailing `pg_work **work`. Buffers
- * must stay valid and untouched until the work completes. Works on one strategy
- * complete in the order they were started, and blocking calls on the strategy
- * run after the works started before them. Backends without native nonblocking
+ * must stay valid and untouched until the work completes. Collective works on
+ * one strategy complete in the order they were started (waiting for one first
+ * finishes those started before it), and blocking collectives on the strategy
+ * (pg_mem_alloc, pg_mem_free and pg_strategy_split included) run after the
+ * collective works started before them. Point-to-point works are not ordered
+ * with collectives. Backends without native nonblocking
  * entries run on a per-strategy progress thread when MPI's thread level is
  * MPI_THREAD_MULTIPLE; below it the call completes before returning.
  * A nonblocking call does not match its blocking twin (as in MPI): every rank

@@ -162,6 +162,7 @@ pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **ou
     if (s->health.poisoned())
       return pg::fail(PG_ERR_STATE, "pg_strategy_split: the strategy is unusable after an earlier failure (%s)",
                       s->health.reason().c_str());
+    pg::settle_started(s);
     return pg::split_strategy(s, color, key, out);
   });
 }
@@ -210,6 +211,7 @@ pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
       return pg::fail(PG_ERR_STATE, "pg_mem_alloc: MPI has been finalized");
     if (bytes > static_cast<size_t>(MPI_Aint(~0ull >> 1)))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: %zu bytes is too large", bytes);
+    pg::settle_started(s);  // collective: after the nonblocking collectives started before it
     void *p = nullptr;
     pg_status local = s->device.cuda ? s->memory.allocate_device(s->device.index, bytes, &p)
                                      : s->memory.allocate_shared(s->layout.node_comm, bytes, &p);
@@ -232,6 +234,7 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
     if (!ptr) return PG_OK;
     if (pg::runtime::finalizing())
       return pg::fail(PG_ERR_STATE, "pg_mem_free: MPI has been finalized (pg_strategy_destroy frees what is left)");
+    pg::settle_started(s);
     return s->memory.release(ptr);
   });
 }

@@ -235,7 +235,9 @@ void complete(pg_work *w, pg_status st, const std::string &error) {
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   PG_CHECK(enter(s, args, local, false));
   if (trivial(args)) return PG_OK;
-  s->progress.drain();  // blocking calls run after the work started before them
+  // Blocking collectives run after the work started before them.
+  s->progress.drain();
+  if (!is_point_to_point(args.coll)) settle_started(s);
   return execute(s, args);
 }
 
@@ -268,7 +270,9 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
       }
     }
   }
-  s->works.insert(w.get());
+  w->order = s->works_started++;
+  w->collective = !is_point_to_point(args.coll);
+  s->works.emplace(w->order, w.get());
   *out = w.release();
   return PG_OK;
 }
@@ -324,23 +328,47 @@ bool settle(pg_work *w, double timeout_s) {
   return w->finished_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), finished);
 }
 
+// settle, after the collectives of its strategy started before w (works finish
+// in start order; a rank waiting for a later one while its peers wait for an
+// earlier one must not keep the earlier one from moving).
+bool settle_in_order(pg_work *w, double timeout_s) {
+  pg_strategy *s = w->strategy;
+  if (!s || !w->collective) return settle(w, timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s < 0 ? 0 : timeout_s);
+  auto left = [&] {
+    if (timeout_s < 0) return -1.0;
+    const double d = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    return d > 0 ? d : 0.0;
+  };
+  for (const auto &[order, earlier] : s->works) {
+    if (order >= w->order) break;
+    if (earlier->collective && earlier->native && !earlier->finished && !settle(earlier, left())) return false;
+  }
+  return settle(w, left());
+}
+
 }  // namespace
 
+void settle_started(pg_strategy *s) {
+  for (const auto &[order, w] : s->works)
+    if (w->collective && w->native && !w->finished) settle(w, -1);
+}
+
 pg_status work_wait(pg_work *w, double timeout_s) {
-  if (!settle(w, timeout_s))
+  if (!settle_in_order(w, timeout_s))
     return fail(PG_ERR_TIMEOUT, "the work has not finished after %g s; wait again", timeout_s);
   return w->status == PG_OK ? PG_OK : fail_message(w->status, w->error);
 }
 
 pg_status work_test(pg_work *w, int *done) {
-  *done = settle(w, 0);  // an unfinished work is not a failure: the last error stays
+  *done = settle_in_order(w, 0);  // an unfinished work is not a failure: the last error stays
   if (!*done || w->status == PG_OK) return PG_OK;
   return fail_message(w->status, w->error);
 }
 
 pg_status work_free(pg_work *w) {
   if (!settle(w, 0)) return fail(PG_ERR_STATE, "the work has not finished; wait for it before freeing it");
-  if (w->strategy) w->strategy->works.erase(w);
+  if (w->strategy) w->strategy->works.erase(w->order);
   delete w;
   return PG_OK;
 }

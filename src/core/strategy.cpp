@@ -223,7 +223,7 @@ pg_status destroy_strategy(pg_strategy *s) {
   s->progress.stop();
   const bool alive = runtime::mpi_alive();
   pg_status result = PG_OK;
-  for (pg_work *w : s->works) {
+  for (const auto &[order, w] : s->works) {
     if (alive && !s->health.poisoned()) {
       pg_status st = work_wait(w, -1);
       if (st != PG_OK && result == PG_OK) result = st;

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -64,7 +65,9 @@ struct pg_strategy {
   std::bitset<pg::kCollCount> delegated;   // operations the backend declined at least once
 
   pg::Progress progress;           // queued nonblocking work (dispatch.cpp)
-  std::set<pg_work *> works;       // works not yet freed; destroy finishes them first
+  // Works not yet freed, by start number; destroy finishes them first, in order.
+  std::map<std::uint64_t, pg_work *> works;
+  std::uint64_t works_started = 0;
   pg::Memory memory;               // pg_mem_alloc's buffers (c_api.cpp)
   std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
 
@@ -85,6 +88,8 @@ struct pg_work {
   std::string error;
   std::vector<char> stage;                       // staging for in-place alltoall
   pg::watchdog::Watch watch;                     // a native collective under PGS_TIMEOUT
+  std::uint64_t order = 0;                       // start number on its strategy
+  bool collective = false;                       // not point-to-point
 };
 
 namespace pg {
@@ -104,6 +109,12 @@ bool delegates(const pg_strategy *s, Coll coll);
 // with PGS_DEBUG=detail it is agreed across ranks before anything runs.
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local);
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out);
+
+// Finishes the strategy's started nonblocking collectives, in start order.
+// A blocking collective (a core one too: pg_mem_alloc, split) runs after them:
+// waiting for them here keeps every rank's order the same whatever the
+// backend (fairring's advance only when waited for).
+void settle_started(pg_strategy *s);
 
 // Marks w finished with `st` (and its message) and wakes its waiters.
 void complete(pg_work *w, pg_status st, const std::string &error);

@@ -56,6 +56,30 @@ static void check_backend(const char *backend) {
   PG_TEST_STATUS(pg_work_free(first), PG_OK);
   PG_TEST_STATUS(pg_work_free(second), PG_OK);
 
+  pg_test_step("%s: waits in different places on different ranks", backend);
+  /* Rank 0 runs a blocking broadcast before waiting for its work, the others
+   * wait first; then two works waited in opposite orders. Legal, and it must
+   * not deadlock on a backend whose works move only when waited for. */
+  pg_work *u = NULL, *v = NULL;
+  token = rank == 1 % size ? 9 : 0;
+  PG_TEST_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &u), PG_OK);
+  if (rank == 0) {
+    PG_TEST_STATUS(pg_broadcast(s, &token, 1, PG_INT32, 1 % size), PG_OK);
+    PG_TEST_STATUS(pg_work_wait(u, -1), PG_OK);
+  } else {
+    PG_TEST_STATUS(pg_work_wait(u, -1), PG_OK);
+    PG_TEST_STATUS(pg_broadcast(s, &token, 1, PG_INT32, 1 % size), PG_OK);
+  }
+  PG_TEST_STATUS(pg_work_free(u), PG_OK);
+  PG_TEST_STATUS(pg_iallreduce(s, x, y, N, PG_FLOAT64, PG_SUM, &u), PG_OK);
+  PG_TEST_STATUS(pg_iallreduce(s, x, z, 1, PG_FLOAT64, PG_SUM, &v), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(rank % 2 ? v : u, -1), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(rank % 2 ? u : v, -1), PG_OK);
+  PG_TEST_STATUS(pg_work_free(u), PG_OK);
+  PG_TEST_STATUS(pg_work_free(v), PG_OK);
+  PG_TEST_TRUE(token == 9 && y[1] == size * (size - 1) / 2.0 + size && z[0] == size * (size - 1) / 2.0,
+               "results %d %g %g", token, y[1], z[0]);
+
   pg_test_step("%s: irecv timeout", backend);
   if (size > 1 && rank < 2) {
     double v = -1;
