@@ -57,10 +57,15 @@ typedef struct pg_backend_context {
  * returned before communicating, sends that one call to the device default; the
  * decision must be the same on every rank, and send/recv never decline (their
  * peer would wait on another communicator).
- * Operations on one instance are called by one thread at a time, with one
- * exception: pg_sendrecv on a backend that has send and recv (the table has no
- * sendrecv) runs send on the library's progress thread while recv runs in the
- * caller, at MPI_THREAD_MULTIPLE; below it, send completes before recv starts. */
+ * Operations on one instance are called by one thread at a time, with two
+ * exceptions at MPI_THREAD_MULTIPLE (below it, everything runs in the caller):
+ * - pg_sendrecv on a backend that has send and recv (the table has no
+ *   sendrecv) runs send on the library's progress thread while recv runs in
+ *   the caller (below MPI_THREAD_MULTIPLE send completes before recv starts);
+ * - `test` of a started iallreduce may be called by the user's thread while
+ *   another operation runs on the progress thread (a nonblocking call the
+ *   backend has no nonblocking entry for).
+ * A backend with iallreduce must allow those two at once. */
 typedef struct pg_backend_ops {
   uint32_t abi_version;   /* PG_BACKEND_ABI_VERSION */
   size_t struct_size;     /* sizeof(pg_backend_ops) the backend was built with */

@@ -74,24 +74,25 @@ pg_status exchange_fingerprints(pg_strategy *s, const std::string &mine, std::ve
   std::copy(out.begin(), out.end(), in.begin() + s->rank * kSlot);
   const bool poll = s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE;
   std::string missing = missing_ranks(receives);
-  s->marks.set_missing(missing);
+  watchdog::Marks &marks = watchdog::own_marks(s);
+  marks.set_missing(missing);
   while (true) {
     for (MPI_Request &r : receives) {
       int done = 0;
       if (r != MPI_REQUEST_NULL) PG_MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
     }
     const std::string now = missing_ranks(receives);
-    if (now != missing) s->marks.set_missing(missing = now);
+    if (now != missing) marks.set_missing(missing = now);
     int sent = 0;
     PG_MPI_CHECK(MPI_Testall(s->size, sends.data(), &sent, MPI_STATUSES_IGNORE));
     if (missing.empty() && sent) break;
     if (poll) {
-      const watchdog::Watch w = s->marks.current();
+      const watchdog::Watch w = marks.current();
       if (watchdog::overdue(s, w)) watchdog::abort_job(s, w);
     }
     std::this_thread::yield();
   }
-  s->marks.set_missing({});
+  marks.set_missing({});
   all->clear();
   for (std::size_t r = 0; r < p; ++r) all->emplace_back(&in[r * kSlot]);
   return PG_OK;
@@ -105,7 +106,7 @@ pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local, bool nonbloc
   if (is_point_to_point(a.coll)) return local;
   ++s->sequence;
   if (!s->settings.debug_detail) return local;
-  watchdog::Scope watched(s, a.coll);  // a rank that never arrives hangs the check itself
+  watchdog::Scope watched(s, a.coll, s->sequence);  // a rank that never arrives hangs the check itself
   const std::string local_message = local == PG_OK ? std::string() : last_error();
   std::vector<std::string> fingerprints;
   PG_CHECK(exchange_fingerprints(s, fingerprint(s, a, nonblocking), &fingerprints));
@@ -148,7 +149,7 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
       while (true) {
         st = request->test(&done);
         if (done || st != PG_OK) return st;
-        const watchdog::Watch w = s->marks.current();
+        const watchdog::Watch w = watchdog::own_marks(s).current();
         if (watchdog::overdue(s, w)) watchdog::abort_job(s, w);
         std::this_thread::yield();
       }
@@ -182,11 +183,11 @@ pg_status serve(pg_strategy *s, const CollArgs &a) {
 }
 
 // The blocking body shared by run and queued nonblocking work.
-pg_status execute(pg_strategy *s, const CollArgs &args) {
+pg_status execute(pg_strategy *s, const CollArgs &args, std::uint64_t sequence) {
   CollArgs a = args;
   std::vector<char> stage;
   stage_alltoall(s, &a, &stage);
-  watchdog::Scope watched(s, a.coll);
+  watchdog::Scope watched(s, a.coll, sequence);
   return poison_on_failure(s, serve(s, a));
 }
 
@@ -200,7 +201,7 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
   recv.peer = a.source;
   pg_work *w = nullptr;
   PG_CHECK(start(s, send, PG_OK, &w));
-  pg_status st = execute(s, recv);
+  pg_status st = execute(s, recv, s->sequence);
   pg_status sent = work_wait(w, -1);
   work_free(w);
   return st != PG_OK ? st : sent;
@@ -210,14 +211,14 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
 // the same MPI calls as one started at once (the backend's native start, else
 // its blocking entry), so whether this rank's queue was busy never changes what
 // its peers must match.
-pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a) {
+pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a, std::uint64_t sequence) {
   PG_CHECK(check_usable(s));  // queued work after a failure does not run
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
   std::unique_ptr<Request> request;
   pg_status st = inst->backend->start(a, &request);
-  if (st == PG_ERR_UNSUPPORTED) return execute(s, a);
-  watchdog::Scope watched(s, a.coll);
+  if (st == PG_ERR_UNSUPPORTED) return execute(s, a, sequence);
+  watchdog::Scope watched(s, a.coll, sequence);
   if (st == PG_OK) st = request->wait();
   return poison_on_failure(s, st);
 }
@@ -238,7 +239,7 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   // Blocking collectives run after the work started before them.
   s->progress.drain();
   if (!is_point_to_point(args.coll)) settle_started(s);
-  return execute(s, args);
+  return execute(s, args, s->sequence);
 }
 
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out) {
@@ -264,9 +265,10 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
       w->native.reset();
       if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
         pg_work *raw = w.get();
-        s->progress.submit([s, raw, a] { complete(raw, execute_nonblocking(s, a), last_error()); });
+        const std::uint64_t sequence = s->sequence;
+        s->progress.submit([s, raw, a, sequence] { complete(raw, execute_nonblocking(s, a, sequence), last_error()); });
       } else {
-        complete(w.get(), execute_nonblocking(s, a), last_error());
+        complete(w.get(), execute_nonblocking(s, a, s->sequence), last_error());
       }
     }
   }

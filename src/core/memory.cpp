@@ -19,39 +19,55 @@ unsigned long long shm_free_bytes() {
 
 }  // namespace
 
-pg_status Memory::allocate_shared(MPI_Comm node_comm, std::size_t bytes, void **ptr) {
-  *ptr = nullptr;
-  // The node's total, checked by every rank alike, so all fail together.
-  unsigned long long mine = bytes, total = 0;
-  PG_MPI_CHECK(MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, node_comm));
+pg_status allocate_node_window(MPI_Comm node_comm, std::size_t bytes, const char *what, NodeWindow *out) {
+  int size = 0, shared_size = 0;
+  PG_MPI_CHECK(MPI_Comm_size(node_comm, &size));
+  MPI_Comm shared = MPI_COMM_NULL;
+  PG_MPI_CHECK(MPI_Comm_split_type(node_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
+  MPI_Comm_size(shared, &shared_size);
+  MPI_Comm_free(&shared);
+  // The node's total, and whether every rank of it shares memory, known to every rank alike.
+  unsigned long long mine[2] = {bytes, shared_size == size ? 0ull : 1ull}, node[2] = {0, 0};
+  PG_MPI_CHECK(MPI_Allreduce(mine, node, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, node_comm));
+  if (node[1] != 0)
+    return fail(PG_ERR_UNSUPPORTED,
+                "%s: the ranks of this node do not share memory (virtual nodes of PGS_RANKS_PER_NODE "
+                "that span hosts?); node-shared memory needs every rank of a node on one host",
+                what);
   const unsigned long long available = shm_free_bytes();
-  if (total > available)
+  if (node[0] > available)
     return fail(PG_ERR_NO_MEMORY,
-                "pg_mem_alloc: the ranks of this node asked for %llu bytes together (this rank %zu); "
-                "only %llu bytes of shared memory (/dev/shm) are free",
-                total, bytes, available);
+                "%s: the ranks of this node asked for %llu bytes of shared memory together (this rank %zu); "
+                "only %llu bytes are free (/dev/shm)",
+                what, node[0], bytes, available);
   MPI_Info info;
   PG_MPI_CHECK(MPI_Info_create(&info));
   // Each rank's part on its own pages, placed near the rank that first touches it.
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  Block b;
-  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes ? bytes : 1), 1, info, node_comm, &b.base, &b.win);
+  NodeWindow w;
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes ? bytes : 1), 1, info, node_comm, &w.base, &w.win);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) return mpi_failure(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
-  int local_size = 0;
-  MPI_Comm_size(node_comm, &local_size);
-  b.peers.resize(static_cast<std::size_t>(local_size));
-  for (int r = 0; r < local_size; ++r) {
-    MPI_Aint size = 0;
+  w.parts.resize(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    MPI_Aint part_size = 0;
     int disp = 0;
-    PG_MPI_CHECK(MPI_Win_shared_query(b.win, r, &size, &disp, &b.peers[static_cast<std::size_t>(r)]));
+    PG_MPI_CHECK(MPI_Win_shared_query(w.win, r, &part_size, &disp, &w.parts[static_cast<std::size_t>(r)]));
   }
+  *out = std::move(w);
+  return PG_OK;
+}
+
+pg_status Memory::allocate_shared(MPI_Comm node_comm, std::size_t bytes, void **ptr) {
+  *ptr = nullptr;
+  Block b;
+  PG_CHECK(allocate_node_window(node_comm, bytes, "pg_mem_alloc", &b.window));
   b.bytes = bytes;
   std::lock_guard<std::mutex> lock(mutex_);
   b.id = next_id_++;
-  by_id_.push_back(b.base);
-  *ptr = b.base;
-  blocks_[b.base] = std::move(b);
+  by_id_.push_back(b.window.base);
+  *ptr = b.window.base;
+  blocks_[b.window.base] = std::move(b);
   return PG_OK;
 }
 
@@ -62,10 +78,10 @@ pg_status Memory::allocate_device(int device, std::size_t bytes, void **ptr) {
   Block b;
   b.device = true;
   b.device_index = device;
-  b.base = static_cast<char *>(p);
+  b.window.base = static_cast<char *>(p);
   b.bytes = bytes;
   std::lock_guard<std::mutex> lock(mutex_);
-  blocks_[b.base] = std::move(b);
+  blocks_[b.window.base] = std::move(b);
   *ptr = p;
   return PG_OK;
 }
@@ -82,18 +98,21 @@ pg_status Memory::release(void *ptr) {
     blocks_.erase(it);
     if (!b.device) by_id_[static_cast<std::size_t>(b.id)] = nullptr;
   }
-  if (b.device) return cuda::mem_free(b.device_index, b.base);
-  PG_MPI_CHECK(MPI_Win_free(&b.win));
+  if (b.device) return cuda::mem_free(b.device_index, b.window.base);
+  PG_MPI_CHECK(MPI_Win_free(&b.window.win));
   return PG_OK;
 }
 
 void Memory::release_all(bool mpi_alive) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (mpi_alive)
-    for (auto &kv : blocks_) {
-      if (kv.second.device) cuda::mem_free(kv.second.device_index, kv.second.base);
-      else MPI_Win_free(&kv.second.win);
-    }
+  if (mpi_alive) {
+    // In allocation order, the same on every rank (MPI_Win_free is collective);
+    // addresses may be ordered differently in each process.
+    for (const char *base : by_id_)
+      if (base) MPI_Win_free(&blocks_.at(base).window.win);
+    for (auto &kv : blocks_)
+      if (kv.second.device) cuda::mem_free(kv.second.device_index, kv.second.window.base);
+  }
   blocks_.clear();
   by_id_.clear();
 }
@@ -105,14 +124,14 @@ SharedSpot Memory::find(const void *p, std::size_t bytes) const {
   if (it == blocks_.begin()) return {};
   --it;
   const Block &b = it->second;
-  if (b.device || c < b.base || static_cast<std::size_t>(c - b.base) + bytes > b.bytes) return {};
-  return {b.id, static_cast<std::size_t>(c - b.base)};
+  if (b.device || c < b.window.base || static_cast<std::size_t>(c - b.window.base) + bytes > b.bytes) return {};
+  return {b.id, static_cast<std::size_t>(c - b.window.base)};
 }
 
 char *Memory::address(const SharedSpot &spot, int local) const {
   std::lock_guard<std::mutex> lock(mutex_);
   const Block &b = blocks_.at(by_id_.at(static_cast<std::size_t>(spot.id)));
-  return b.peers.at(static_cast<std::size_t>(local)) + spot.offset;
+  return b.window.parts.at(static_cast<std::size_t>(local)) + spot.offset;
 }
 
 }  // namespace pg

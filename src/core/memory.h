@@ -14,6 +14,22 @@
 
 namespace pg {
 
+// One MPI-3 shared window on a node communicator: every rank's part, as seen
+// in this process.
+struct NodeWindow {
+  MPI_Win win = MPI_WIN_NULL;
+  char *base = nullptr;       // this rank's part
+  std::vector<char *> parts;  // each local rank's part
+};
+
+// Allocates `bytes` for this rank (sizes may differ) in a window on
+// node_comm, each rank's part on its own pages. Collective over node_comm, and
+// fails on every rank of it together: PG_ERR_UNSUPPORTED when node_comm is not
+// one shared-memory domain (virtual nodes that span hosts), PG_ERR_NO_MEMORY
+// when the node's total exceeds the free shared memory. `what` names the
+// caller in messages.
+pg_status allocate_node_window(MPI_Comm node_comm, std::size_t bytes, const char *what, NodeWindow *out);
+
 // Where a buffer lies among the node-shared allocations.
 struct SharedSpot {
   int id = -1;              // allocation number, the same on every rank of the node; -1: not shared
@@ -46,11 +62,9 @@ class Memory {
   struct Block {
     bool device = false;
     int device_index = -1;
-    MPI_Win win = MPI_WIN_NULL;
-    char *base = nullptr;
+    NodeWindow window;  // CPU; device memory: window.base only
     std::size_t bytes = 0;
     int id = -1;
-    std::vector<char *> peers;  // each local rank's part, in this process's address space
   };
   mutable std::mutex mutex_;     // find() may run on the progress thread
   std::map<const char *, Block> blocks_;  // by base address

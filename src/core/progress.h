@@ -23,6 +23,8 @@ class Progress {
   // Waits until every queued task has run.
   void drain();
   bool idle();
+  // Whether the calling thread is this progress thread.
+  bool on_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
   // Drains and joins the thread.
   void stop();
 

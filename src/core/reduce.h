@@ -9,6 +9,9 @@
 
 namespace pg {
 
+// The op two contributions combine with: PG_AVG sums, and reduce_finish divides.
+inline pg_op combining_op(pg_op op) { return op == PG_AVG ? PG_SUM : op; }
+
 // inout[i] = inout[i] (op) in[i]. The dtype/op pair must be valid and
 // supported (op_supported); PG_AVG combines as PG_SUM. `in` may equal `inout`.
 void reduce_local(pg_dtype dtype, pg_op op, void *inout, const void *in, std::size_t count);

@@ -72,7 +72,9 @@ struct pg_strategy {
   std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
 
   pg::Health health;               // poisoned by dispatch and the watchdog
-  pg::watchdog::Marks marks;       // the blocking collective in flight (watchdog.cpp)
+  // The collective in flight on the caller's thread [0] and on the progress
+  // thread [1] (watchdog.cpp): each thread writes only its own.
+  pg::watchdog::Marks marks[2];
 
   // Stops the progress thread (called while MPI is finalizing).
   void quiesce();

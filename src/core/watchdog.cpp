@@ -22,8 +22,10 @@ void watch_loop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     // Aborting under the lock keeps the strategy from being destroyed meanwhile.
     runtime::for_each_live([](pg_strategy *s) {
-      const Watch w = s->marks.current();
-      if (overdue(s, w)) abort_job(s, w);
+      for (const Marks &marks : s->marks) {
+        const Watch w = marks.current();
+        if (overdue(s, w)) abort_job(s, w);
+      }
     });
   }
 }
@@ -70,9 +72,12 @@ bool overdue(const pg_strategy *s, const Watch &watch) {
          static_cast<double>(now_ns() - watch.started_ns) * 1e-9 > s->settings.timeout_s;
 }
 
-Scope::Scope(pg_strategy *s, Coll coll) : s_(watching(s) && !is_point_to_point(coll) ? s : nullptr) {
-  if (!s_) return;
-  s_->marks.begin(s_->sequence, coll);
+Marks &own_marks(pg_strategy *s) { return s->marks[s->progress.on_thread() ? 1 : 0]; }
+
+Scope::Scope(pg_strategy *s, Coll coll, std::uint64_t sequence) {
+  if (!watching(s) || is_point_to_point(coll)) return;
+  marks_ = &own_marks(s);
+  marks_->begin(sequence, coll);
   if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
     static std::once_flag once;
     std::call_once(once, [] { std::thread(watch_loop).detach(); });
@@ -80,11 +85,11 @@ Scope::Scope(pg_strategy *s, Coll coll) : s_(watching(s) && !is_point_to_point(c
 }
 
 Scope::~Scope() {
-  if (s_) s_->marks.end();
+  if (marks_) marks_->end();
 }
 
 void abort_job(pg_strategy *s, const Watch &watch) {
-  const std::string missing = s->marks.missing();
+  const std::string missing = s->marks[0].missing();  // the debug check runs on the caller's thread
   const std::string arrival =
       !missing.empty() ? "ranks that did not arrive: " + missing
       : s->settings.debug_detail ? std::string("every rank arrived (the hang is inside the backend)")

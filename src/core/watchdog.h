@@ -22,9 +22,9 @@ struct Watch {
   Coll coll = Coll::barrier;
 };
 
-// The blocking collective in flight on one strategy (at most one: a strategy
-// is used by one thread at a time, and queued work runs one task at a time).
-// Written by the thread that runs it, read by the watchdog's thread.
+// The blocking collective in flight on one thread of one strategy (at most one:
+// a strategy is used by one thread at a time, and its progress thread runs one
+// task at a time). Written by that thread, read by the watchdog's thread.
 class Marks {
  public:
   void begin(std::uint64_t sequence, Coll coll);
@@ -45,19 +45,22 @@ class Marks {
 
 // Whether `watch` has run past PGS_TIMEOUT on s.
 bool overdue(const pg_strategy *s, const Watch &watch);
+// The calling thread's marks on s (the caller's, or the progress thread's).
+Marks &own_marks(pg_strategy *s);
 
 // Marks a blocking collective on s for as long as it lives (nothing when
 // PGS_TIMEOUT is off, or for point-to-point, which the watchdog does not watch). At MPI_THREAD_MULTIPLE a watchdog thread watches the
 // marks and aborts; below it the calling thread polls (overdue, abort_job).
 class Scope {
  public:
-  Scope(pg_strategy *s, Coll coll);
+  // `sequence`: the collective's number on s (a queued one's was taken at its start).
+  Scope(pg_strategy *s, Coll coll, std::uint64_t sequence);
   ~Scope();
   Scope(const Scope &) = delete;
   Scope &operator=(const Scope &) = delete;
 
  private:
-  pg_strategy *s_;
+  Marks *marks_ = nullptr;
 };
 
 // Reports the hung collective and aborts the job (each backend's abort, e.g.

@@ -41,9 +41,10 @@ class AllgatherPlan final : public Plan {
 std::unique_ptr<Plan> allgather_plan(const CollArgs &args, const Shape &shape, std::size_t slot_bytes) {
   auto plan = std::make_unique<AllgatherPlan>(args, shape);
   // A rank's rail result (one range of each of M blocks) fills one slot.
-  const std::size_t fit = slot_bytes / (plan->esize * static_cast<std::size_t>(shape.nodes));
-  plan->slice_len = fit > 0 ? fit : 1;
-  plan->slices = (args.count + plan->slice_len - 1) / plan->slice_len;
+  plan->cut(slot_bytes / (plan->esize * static_cast<std::size_t>(shape.nodes)));
+  const std::size_t block = args.count * plan->esize;
+  plan->in_place = args.send == plan->recv() + static_cast<std::size_t>(shape.rank) * block;
+  plan->gathered_bytes = block * static_cast<std::size_t>(shape.size);
   return plan;
 }
 

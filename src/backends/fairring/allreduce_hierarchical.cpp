@@ -49,8 +49,9 @@ class AllreducePlan final : public Plan {
 
 std::unique_ptr<Plan> allreduce_plan(const CollArgs &args, const Shape &shape, std::size_t slot_bytes) {
   auto plan = std::make_unique<AllreducePlan>(args, shape);
-  plan->slice_len = slot_bytes / plan->esize;
-  plan->slices = (args.count + plan->slice_len - 1) / plan->slice_len;
+  plan->cut(slot_bytes / plan->esize);
+  plan->in_place = args.send == args.recv;
+  plan->gathered_bytes = args.count * plan->esize;
   return plan;
 }
 

@@ -9,7 +9,7 @@
 namespace pg::fairring {
 
 pg_status allreduce_leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail) {
-  const pg_op combine = a.op == PG_AVG ? PG_SUM : a.op;
+  const pg_op combine = combining_op(a.op);
   PG_CHECK(node.run(CollArgs::reduction(Coll::reduce, a.send, a.recv, a.count, a.dtype, combine, 0)));
   if (shape.local == 0) {
     PG_CHECK(rail.run(CollArgs::reduction(Coll::allreduce, a.recv, a.recv, a.count, a.dtype, combine)));

@@ -62,6 +62,13 @@ class FairringBackend final : public Backend {
     return PG_OK;
   }
 
+  // After a failure in the schedule, peers may not reach the collective free
+  // of the shared window, and failed rail requests may still write into it:
+  // it is left.
+  ~FairringBackend() override {
+    if (transport_ && transport_->failed()) abandon();
+  }
+
   // The shared window is freed collectively: left as it is.
   void abandon() override { static_cast<void>(transport_.release()); }
 

@@ -32,6 +32,10 @@ class NodeTransport {
   // Whether no peer reads this rank's buffers of `plan` any more, so the
   // operation may return to the user.
   virtual bool released(const Plan &plan) = 0;
+  // This rank's schedule failed (a rail's MPI call): its peers must not wait
+  // for it any more. failed(): whether any rank of the node has said so.
+  virtual void fail() = 0;
+  virtual bool failed() const = 0;
 };
 
 }  // namespace pg::fairring

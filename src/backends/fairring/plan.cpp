@@ -11,4 +11,9 @@ std::size_t Plan::slice_count(std::size_t k) const {
   return args.count - begin < slice_len ? args.count - begin : slice_len;
 }
 
+void Plan::cut(std::size_t per_slice) {
+  slice_len = per_slice > 0 ? per_slice : 1;
+  slices = (args.count + slice_len - 1) / slice_len;
+}
+
 }  // namespace pg::fairring

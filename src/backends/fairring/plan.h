@@ -11,6 +11,7 @@
 
 #include "core/backend.h"
 #include "core/memory.h"
+#include "core/reduce.h"
 
 namespace pg::fairring {
 
@@ -60,6 +61,8 @@ class Plan {
   std::size_t slices = 0;
   std::uint64_t first_tick = 0;  // slice k is the node's slice first_tick + k
   SharedSpot send_spot, recv_spot;  // where the buffers lie in pg_mem_alloc's shared memory
+  bool in_place = false;             // the in-place layout of the collective
+  std::size_t gathered_bytes = 0;    // bytes step (4) writes into the receive buffer
 
   const char *send() const { return static_cast<const char *>(args.send); }
   char *recv() const { return static_cast<char *>(args.recv); }
@@ -67,7 +70,9 @@ class Plan {
   std::size_t slice_begin(std::size_t k) const { return k * slice_len; }
   std::size_t slice_count(std::size_t k) const;
   // The reduction the rail and the node combine with (PG_AVG sums, then divides).
-  pg_op combine_op() const { return args.op == PG_AVG ? PG_SUM : args.op; }
+  pg_op combine_op() const { return combining_op(args.op); }
+  // Slices of `per_slice` elements (at least 1) over the count.
+  void cut(std::size_t per_slice);
 };
 
 // The three hierarchical algorithms. `slot_bytes` bounds what one slice may

@@ -47,9 +47,8 @@ class ReduceScatterPlan final : public Plan {
 std::unique_ptr<Plan> reduce_scatter_plan(const CollArgs &args, const Shape &shape, std::size_t slot_bytes) {
   auto plan = std::make_unique<ReduceScatterPlan>(args, shape);
   // A rank's contribution to a slice (every block's range) fills one slot.
-  const std::size_t fit = slot_bytes / (plan->esize * static_cast<std::size_t>(shape.size));
-  plan->slice_len = fit > 0 ? fit : 1;
-  plan->slices = (args.count + plan->slice_len - 1) / plan->slice_len;
+  plan->cut(slot_bytes / (plan->esize * static_cast<std::size_t>(shape.size)));
+  plan->in_place = args.recv == plan->send() + static_cast<std::size_t>(shape.rank) * args.count * plan->esize;
   return plan;
 }
 

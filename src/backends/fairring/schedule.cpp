@@ -62,7 +62,7 @@ class Schedule::Operation final : public Request {
     std::lock_guard<std::mutex> lock(schedule_.mutex_);
     if (!finished_) schedule_.progress(moved);
     *done = finished_;
-    return status_;
+    return status_ == PG_OK ? PG_OK : fail_message(status_, message_);
   }
 
   bool complete() const { return gathered_ == plan_->slices; }
@@ -74,27 +74,59 @@ class Schedule::Operation final : public Request {
   std::deque<OnRail> rails_;
   bool finished_ = false;
   pg_status status_ = PG_OK;
+  std::string message_;  // why it failed
 };
+
+Schedule::~Schedule() {
+  for (auto &request : orphans_) static_cast<void>(request.release());
+}
 
 std::unique_ptr<Request> Schedule::start(std::unique_ptr<Plan> plan) {
   std::lock_guard<std::mutex> lock(mutex_);
   plan->first_tick = next_tick_;
   next_tick_ += plan->slices;
   auto op = std::make_unique<Operation>(*this, std::move(plan));
-  if (op->plan_->slices == 0) op->finished_ = true;
+  if (failure_ != PG_OK) {
+    op->status_ = failure_;
+    op->message_ = failure_message_;
+  }
+  if (op->plan_->slices == 0 || failure_ != PG_OK) op->finished_ = true;
   else active_.push_back(op.get());
   return op;
 }
 
+void Schedule::fail_all(pg_status st, const std::string &message) {
+  failure_ = st;
+  failure_message_ = "fairring: " + message;
+  node_.fail();
+  for (Operation *op : active_) {
+    op->status_ = failure_;
+    op->message_ = failure_message_;
+    op->finished_ = true;
+    for (Operation::OnRail &r : op->rails_)
+      if (r.request) orphans_.push_back(std::move(r.request));
+    op->rails_.clear();
+  }
+  active_.clear();
+}
+
 void Schedule::progress(bool *moved) {
+  if (failure_ == PG_OK && node_.failed())
+    fail_all(PG_ERR_BACKEND, "another rank of this node failed in the schedule (its own message says why)");
   // first[s]: every older operation has taken all its slices through step s,
   // so this one may take its slices through it (the transport's counters
   // count slices in node order).
   bool first[4] = {true, true, true, true};
-  for (Operation *op : active_) advance(*op, first, moved);
+  for (Operation *op : active_) {
+    advance(*op, first, moved);
+    if (op->status_ != PG_OK) {
+      *moved = true;
+      return fail_all(op->status_, last_error());
+    }
+  }
   for (auto it = active_.begin(); it != active_.end();) {
     Operation *op = *it;
-    if (op->status_ != PG_OK || (op->complete() && node_.released(*op->plan_))) {
+    if (op->complete() && node_.released(*op->plan_)) {
       op->finished_ = true;
       it = active_.erase(it);
       *moved = true;

@@ -10,6 +10,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "backends/fairring/node_transport.h"
 
@@ -21,6 +23,10 @@ class Schedule {
   Schedule(const Schedule &) = delete;
   Schedule &operator=(const Schedule &) = delete;
 
+  // Rail requests of failed operations may still write into shared slots:
+  // they are left, like the shared window (FairringBackend::~FairringBackend).
+  ~Schedule();
+
   // Starts `plan`; the request finishes when the operation has (and no peer
   // reads its buffers any more).
   std::unique_ptr<Request> start(std::unique_ptr<Plan> plan);
@@ -30,6 +36,10 @@ class Schedule {
   // Advances every started operation as far as it can without waiting.
   void progress(bool *moved);
   void advance(Operation &op, bool first[4], bool *moved);
+  // A step failed here (or on a peer, seen through the transport): every
+  // operation started, and every later one, fails with `message`, since the
+  // node's slices can no longer line up.
+  void fail_all(pg_status st, const std::string &message);
 
   NodeTransport &node_;
   Backend &rail_;
@@ -38,6 +48,9 @@ class Schedule {
   std::deque<Operation *> active_;
   std::uint64_t next_tick_ = 0;
   int on_rails_ = 0;
+  pg_status failure_ = PG_OK;
+  std::string failure_message_;
+  std::vector<std::unique_ptr<Request>> orphans_;  // rail requests of failed operations
 };
 
 }  // namespace pg::fairring

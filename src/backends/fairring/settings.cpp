@@ -13,13 +13,17 @@ std::string Settings::schedule() const {
 
 pg_status Settings::read(std::shared_ptr<const BackendSettings> *out) {
   auto s = std::make_shared<Settings>();
+  // Bounded so that the shared slots (2 x inflight x slice per rank) stay sane.
   if (const char *v = params::env("PGS_FAIRRING_SLICE_BYTES")) {
     PG_CHECK(params::parse_size("PGS_FAIRRING_SLICE_BYTES", v, &s->slice_bytes));
-    if (s->slice_bytes == 0)
-      return fail(PG_ERR_INVALID_ARGUMENT, "PGS_FAIRRING_SLICE_BYTES='%s' is not valid: expected a size above 0", v);
+    if (s->slice_bytes == 0 || s->slice_bytes > kMaxSliceBytes)
+      return fail(PG_ERR_INVALID_ARGUMENT, "PGS_FAIRRING_SLICE_BYTES='%s' is not valid: expected a size from 1 to 1G", v);
   }
-  if (const char *v = params::env("PGS_FAIRRING_INFLIGHT"))
+  if (const char *v = params::env("PGS_FAIRRING_INFLIGHT")) {
     PG_CHECK(params::parse_positive_int("PGS_FAIRRING_INFLIGHT", v, &s->inflight));
+    if (s->inflight > kMaxInflight)
+      return fail(PG_ERR_INVALID_ARGUMENT, "PGS_FAIRRING_INFLIGHT='%s' is not valid: expected 1 to %d", v, kMaxInflight);
+  }
   if (const char *v = params::env("PGS_FAIRRING_MIN_BYTES"))
     PG_CHECK(params::parse_size("PGS_FAIRRING_MIN_BYTES", v, &s->min_bytes));
   *out = std::move(s);

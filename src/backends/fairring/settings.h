@@ -11,6 +11,9 @@ namespace pg::fairring {
 
 class Settings final : public BackendSettings {
  public:
+  static constexpr std::size_t kMaxSliceBytes = std::size_t(1) << 30;
+  static constexpr int kMaxInflight = 64;
+
   std::size_t slice_bytes = std::size_t(256) << 10;  // PGS_FAIRRING_SLICE_BYTES
   int inflight = 4;                                  // PGS_FAIRRING_INFLIGHT
   std::size_t min_bytes = std::size_t(32) << 10;     // PGS_FAIRRING_MIN_BYTES

@@ -66,20 +66,12 @@ pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int s
   const std::size_t slots_at = round_up(sources_at + 2 * w * sizeof(Source), kPage);
   const std::size_t bytes = slots_at + 2 * w * t->slot_bytes_;
 
-  MPI_Info info;
-  PG_MPI_CHECK(MPI_Info_create(&info));
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  char *base = nullptr;
-  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node_comm, &base, &t->win_);
-  MPI_Info_free(&info);
-  if (rc != MPI_SUCCESS) return mpi_failure(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
-
+  NodeWindow window;
+  PG_CHECK(allocate_node_window(node_comm, bytes, "the fairring backend's slots", &window));
+  t->win_ = window.win;
   t->parts_.resize(static_cast<std::size_t>(t->local_size_));
   for (int p = 0; p < t->local_size_; ++p) {
-    MPI_Aint size = 0;
-    int disp = 0;
-    char *at = nullptr;
-    PG_MPI_CHECK(MPI_Win_shared_query(t->win_, p, &size, &disp, &at));
+    char *at = window.parts[static_cast<std::size_t>(p)];
     Part &part = t->parts_[static_cast<std::size_t>(p)];
     part.counters = reinterpret_cast<Counters *>(at);
     part.inputs = reinterpret_cast<Source *>(at + sources_at);
@@ -87,6 +79,7 @@ pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int s
     part.input_slots = at + slots_at;
     part.result_slots = part.input_slots + w * t->slot_bytes_;
   }
+  char *base = window.base;
   new (base) Counters();  // this rank's own counters, before any peer reads them
   PG_MPI_CHECK(MPI_Barrier(node_comm));
   *out = std::move(t);
@@ -113,11 +106,10 @@ char *ShmTransport::result_slot(int p, std::uint64_t tick) const {
   return parts_[static_cast<std::size_t>(p)].result_slots + (tick % slots_) * slot_bytes_;
 }
 
-const char *ShmTransport::peer_data(int p, const Source &source, char *slot, std::size_t element_offset,
-                                    std::size_t esize) const {
-  if (source.id == kInSlot) return slot;
-  SharedSpot spot{static_cast<int>(source.id), source.offset + element_offset * esize};
-  return memory_->address(spot, p);
+const char *ShmTransport::locate(int p, const Source &source, const char *slot, std::size_t in_slot,
+                                 std::size_t in_buffer, std::size_t esize) const {
+  if (source.id == kInSlot) return slot + in_slot * esize;
+  return memory_->address(SharedSpot{static_cast<int>(source.id), source.offset + in_buffer * esize}, p);
 }
 
 bool ShmTransport::publish(const Plan &plan, std::size_t k) {
@@ -166,17 +158,12 @@ bool ShmTransport::reduce(const Plan &plan, std::size_t k, char **shard) {
       char *out = *shard + j * bytes;
       const std::size_t at = plan.piece_offset(k, local_, j);
       const char *mine = plan.send() + at * plan.esize;
-      if (local_size_ == 1) {
-        if (out != mine) std::memcpy(out, mine, bytes);
-        continue;
-      }
-      // This rank's own contribution first, then the peers' in node order after it.
+      // This rank's own contribution first, then the peers' in node order after
+      // it (the transport exists only for G > 1).
       for (int i = 1; i < local_size_; ++i) {
         const int p = (local_ + i) % local_size_;
-        const Part &peer = parts_[static_cast<std::size_t>(p)];
-        const Source &source = peer.inputs[tick % slots_];
-        const char *theirs = source.id == kInSlot ? input_slot(p, tick) + (packed + j * len) * plan.esize
-                                                  : peer_data(p, source, nullptr, at, plan.esize);
+        const Source &source = parts_[static_cast<std::size_t>(p)].inputs[tick % slots_];
+        const char *theirs = locate(p, source, input_slot(p, tick), packed + j * len, at, plan.esize);
         if (i == 1)
           reduce_into(plan.args.dtype, plan.combine_op(), out, mine, theirs, len);
         else
@@ -190,18 +177,17 @@ bool ShmTransport::reduce(const Plan &plan, std::size_t k, char **shard) {
 
 // Out of place only: in place, the receive buffer is also the input, and its
 // lines are in cache already (streaming measured slower there).
-bool ShmTransport::streams(const Plan &plan) {
-  return plan.args.count * plan.esize >= kStreamBytes && plan.args.send != plan.args.recv;
-}
+bool ShmTransport::streams(const Plan &plan) { return plan.gathered_bytes >= kStreamBytes && !plan.in_place; }
 
 void ShmTransport::copy_shard(const Plan &plan, std::size_t k, int p, bool stream) const {
   const std::uint64_t tick = plan.first_tick + k;
   const std::size_t len = plan.piece_len(k, p), bytes = len * plan.esize;
   const Source &source = parts_[static_cast<std::size_t>(p)].results[tick % slots_];
-  const char *from = peer_data(p, source, result_slot(p, tick), plan.piece_offset(k, p, 0), plan.esize);
   for (std::size_t j = 0; j < plan.pieces() && len > 0; ++j) {
-    char *to = plan.recv() + plan.piece_offset(k, p, j) * plan.esize;
-    if (to != from + j * bytes) copy_out(to, from + j * bytes, bytes, stream);
+    const std::size_t at = plan.piece_offset(k, p, j);
+    const char *from = locate(p, source, result_slot(p, tick), j * len, at, plan.esize);
+    char *to = plan.recv() + at * plan.esize;
+    if (to != from) copy_out(to, from, bytes, stream);
   }
 }
 
@@ -227,8 +213,20 @@ bool ShmTransport::gather(const Plan &plan, std::size_t k) {
 bool ShmTransport::released(const Plan &plan) {
   const std::uint64_t last = plan.first_tick + plan.slices - 1;
   if (plan.send_spot.id >= 0 && plan.reduces() && !all_past(&Counters::reduced, last, false)) return false;
-  if (plan.recv_spot.id >= 0 && plan.gathers() && !all_past(&Counters::gathered, last, false)) return false;
+  // Peers read a rank's receive buffer only where its part was reduced into it.
+  if (plan.recv_spot.id >= 0 && plan.reduces() && plan.gathers() && !all_past(&Counters::gathered, last, false))
+    return false;
   return true;
+}
+
+void ShmTransport::fail() {
+  parts_[static_cast<std::size_t>(local_)].counters->failed.value.store(1, std::memory_order_release);
+}
+
+bool ShmTransport::failed() const {
+  for (const Part &part : parts_)
+    if (part.counters->failed.value.load(std::memory_order_acquire) != 0) return true;
+  return false;
 }
 
 }  // namespace pg::fairring

@@ -37,6 +37,8 @@ class ShmTransport final : public NodeTransport {
   void finished(const Plan &plan, std::size_t k) override;
   bool gather(const Plan &plan, std::size_t k) override;
   bool released(const Plan &plan) override;
+  void fail() override;
+  bool failed() const override;
 
  private:
   struct alignas(64) Counter {
@@ -44,6 +46,7 @@ class ShmTransport final : public NodeTransport {
   };
   struct Counters {
     Counter ready, reduced, done, gathered;
+    Counter failed;  // 1 once this rank's schedule failed
   };
   // Where the data of one slot's slice is: in the rank's slot (id -1), or in a
   // pg_mem_alloc buffer of the rank (its allocation id and the buffer's offset).
@@ -68,9 +71,10 @@ class ShmTransport final : public NodeTransport {
   // Local rank p's final shard of slice k into this rank's receive buffer.
   void copy_shard(const Plan &plan, std::size_t k, int p, bool stream) const;
   static bool streams(const Plan &plan);
-  // Where peer p's data for slot `tick` begins (a slot, or p's own buffer).
-  const char *peer_data(int p, const Source &source, char *slot, std::size_t element_offset,
-                        std::size_t esize) const;
+  // Where local rank p's data described by `source` is: element `in_slot` of
+  // `slot`, or element `in_buffer` of p's own (pg_mem_alloc) buffer.
+  const char *locate(int p, const Source &source, const char *slot, std::size_t in_slot, std::size_t in_buffer,
+                     std::size_t esize) const;
 
   MPI_Win win_ = MPI_WIN_NULL;
   int local_ = 0, local_size_ = 1;

@@ -85,7 +85,7 @@ MPI_Datatype datatype(pg_dtype dtype) {
 }
 
 pg_status operation(pg_dtype dtype, pg_op op, MPI_Op *out) {
-  const pg_op combine_op = op == PG_AVG ? PG_SUM : op;
+  const pg_op combine_op = combining_op(op);
   if (needs_user_op(dtype, combine_op)) return user_op(dtype, combine_op, out);
   switch (op) {
     case PG_SUM:
