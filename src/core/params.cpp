@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/registry.h"
+#include "core/names.h"
 #include "core/status.h"
 #include "core/text.h"
 
@@ -39,7 +39,7 @@ pg_status parse_backend(const char *var, const char *value, BackendChoice *out) 
   if (!value || !*value) return PG_OK;
   std::string text(value);
   if (text.find(':') == std::string::npos) {
-    if (!registry::valid_name(text)) return bad(var, value, expected);
+    if (!valid_backend_name(text)) return bad(var, value, expected);
     out->cpu = out->cuda = text;
     return PG_OK;
   }
@@ -48,7 +48,7 @@ pg_status parse_backend(const char *var, const char *value, BackendChoice *out) 
     if (colon == std::string::npos) return bad(var, value, expected);
     const std::string key = item.substr(0, colon), name = item.substr(colon + 1);
     std::string *slot = key == "cpu" ? &out->cpu : key == "cuda" ? &out->cuda : nullptr;
-    if (!slot || !registry::valid_name(name)) return bad(var, value, expected);
+    if (!slot || !valid_backend_name(name)) return bad(var, value, expected);
     if (!slot->empty())
       return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: device '%s' appears twice", var,
                   value, key.c_str());

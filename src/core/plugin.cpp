@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/registry.h"
+#include "core/names.h"
 #include "core/status.h"
 #include "core/text.h"
 #include "pg_backend.h"
@@ -59,7 +60,7 @@ std::map<std::string, Attempt> &attempts() {
 // A name that can safely become part of a file name. The caller has checked it
 // against [a-z0-9_]{1,63}; this guards against a future caller that has not.
 bool safe_name(const std::string &name) {
-  return registry::valid_name(name) && name.find('/') == std::string::npos &&
+  return valid_backend_name(name) && name.find('/') == std::string::npos &&
          name.find("..") == std::string::npos;
 }
 

@@ -7,6 +7,7 @@
 #include "backends/fairring/fairring_backend.h"
 #include "backends/mpi/mpi_backend.h"
 #include "backends/nccl/nccl_backend.h"
+#include "core/names.h"
 #include "core/status.h"
 #include "core/table_backend.h"
 
@@ -39,13 +40,6 @@ Registry &instance() {
 }
 
 }  // namespace
-
-bool valid_name(const std::string &name) {
-  if (name.empty() || name.size() > 63) return false;
-  for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  return true;
-}
 
 pg_status add_table(const pg_backend_ops *ops) {
   if (!ops) return fail(PG_ERR_INVALID_ARGUMENT, "pg_backend_register: the table is NULL");
@@ -81,7 +75,7 @@ pg_status add_table(const pg_backend_ops *ops) {
   std::memcpy(table.get(), ops, ops->struct_size < known ? ops->struct_size : known);
 
   std::string name = table->name ? table->name : "";
-  if (!valid_name(name))
+  if (!valid_backend_name(name))
     return fail(PG_ERR_INVALID_ARGUMENT,
                 "pg_backend_register: invalid backend name '%s'; expected [a-z0-9_]{1,63}",
                 table->name ? table->name : "(null)");

@@ -59,8 +59,6 @@ const BackendEntry *find(const std::string &name);
 std::vector<std::string> names();
 // Reads the settings of every built-in backend that has some.
 pg_status read_settings(SettingsMap *out);
-// Whether `name` fits [a-z0-9_]{1,63}.
-bool valid_name(const std::string &name);
 
 }  // namespace registry
 }  // namespace pg

@@ -10,6 +10,7 @@
 #include "core/plugin.h"
 #include "core/registry.h"
 #include "core/runtime.h"
+#include "core/names.h"
 #include "core/status.h"
 #include "core/text.h"
 #include "topology/machine.h"
@@ -36,7 +37,7 @@ pg_status find_backend(const std::string &name, const Device &device,
                        const params::Settings &settings, const BackendEntry **out) {
   *out = registry::find(name);
   if (*out) return PG_OK;
-  if (!registry::valid_name(name))
+  if (!valid_backend_name(name))
     return fail(PG_ERR_UNKNOWN_BACKEND,
                 "unknown backend '%s' for device '%s': not a valid name ([a-z0-9_]{1,63}); "
                 "registered: %s",
