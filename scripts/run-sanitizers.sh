@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# CI's checking jobs, after the suite (.ci/run): the suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, two threads on two strategies
+# under ThreadSanitizer (with and without PGS_TIMEOUT and PGS_DEBUG, on mpi and
+# fairring), and the libFuzzer target over the environment parsers. Each job
+# fails on any report; suppressions cover only third-party libraries
+# (tests/sanitizers/). FUZZ_SECONDS sets the fuzzing time (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+packages=(clang libclang-rt-14-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# UCX's memory hooks confuse both sanitizers' allocators.
+export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
+
+configure() {  # configure <dir> <flags> [cmake args...]
+  local dir=$1 flags=$2
+  shift 2
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DPGS_ENABLE_CUDA=OFF "-DCMAKE_C_FLAGS=$flags" \
+    "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_Fortran_FLAGS=$flags" "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; exit 1; }
+}
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite"
+asan="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+configure build-asan "$asan" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" \
+  "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined" "-DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=address,undefined"
+cmake --build build-asan -j"$(nproc)" >build-asan.build.log 2>&1 || { tail -50 build-asan.build.log; exit 1; }
+# Consumers built outside the tree load ASan after other libraries.
+ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 \
+LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j2 --timeout 300
+
+echo "== ThreadSanitizer: two threads, two strategies"
+configure build-tsan "-fsanitize=thread -g -O1" -DPGS_ENABLE_FORTRAN=OFF -DPGS_ENABLE_GLOO=OFF \
+  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread"
+cmake --build build-tsan -j"$(nproc)" --target test_lifecycle test_nonblocking >build-tsan.build.log 2>&1 ||
+  { tail -50 build-tsan.build.log; exit 1; }
+export TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp halt_on_error=1 exitcode=66"
+for settings in "" "PGS_TIMEOUT=60" "PGS_DEBUG=detail" "PGS_TIMEOUT=60 PGS_DEBUG=detail" \
+                "PGS_BACKEND=cpu:fairring PGS_FAIRRING_MIN_BYTES=0 PGS_TIMEOUT=60"; do
+  for test in test_lifecycle test_nonblocking; do
+    echo "-- $test ${settings:-(no settings)}"
+    env $settings mpiexec -n 2 "build-tsan/tests/mpi/$test"
+  done
+done
+unset TSAN_OPTIONS
+
+echo "== libFuzzer: the environment parsers, ${FUZZ_SECONDS:-60} s"
+mkdir -p build-fuzz/corpus
+clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc -Iinclude \
+  $(pkg-config --cflags mpich) tests/fuzz/fuzz_env.cpp src/core/params.cpp src/core/status.cpp \
+  $(pkg-config --libs mpich) -o build-fuzz/fuzz_env
+status=0
+build-fuzz/fuzz_env -max_total_time="${FUZZ_SECONDS:-60}" build-fuzz/corpus tests/fuzz/seeds \
+  >build-fuzz/fuzz.log 2>&1 || status=$?
+grep -E "^Done|ERROR|forbids|SUMMARY" build-fuzz/fuzz.log || true
+[ "$status" -eq 0 ] || { tail -40 build-fuzz/fuzz.log; exit 1; }
+echo "== sanitizers and fuzzing: no report"
