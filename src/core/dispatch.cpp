@@ -56,6 +56,15 @@ std::string missing_ranks(const std::vector<MPI_Request> &receives) {
   return out;
 }
 
+bool settle(pg_work *w, double timeout_s);
+
+// Lets the strategy's started nonblocking collectives move without waiting: a
+// peer may be waiting for one of them before it comes to this collective.
+void poke_started(pg_strategy *s) {
+  for (const auto &[order, w] : s->works)
+    if (w->collective && w->native && !w->finished) settle(w, 0);
+}
+
 // PGS_DEBUG=detail: every rank sends its fingerprint to every other rank point
 // to point rather than in one allgather, so that while it waits it knows which
 // peers have arrived (the watchdog names the others), and it polls, so that
@@ -86,6 +95,7 @@ pg_status exchange_fingerprints(pg_strategy *s, const std::string &mine, std::ve
     int sent = 0;
     PG_MPI_CHECK(MPI_Testall(s->size, sends.data(), &sent, MPI_STATUSES_IGNORE));
     if (missing.empty() && sent) break;
+    poke_started(s);
     if (poll) {
       const watchdog::Watch w = marks.current();
       if (watchdog::overdue(s, w)) watchdog::abort_job(s, w);
