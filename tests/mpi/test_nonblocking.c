@@ -107,13 +107,15 @@ static void check_backend(const char *backend) {
   PG_TEST_STATUS(pg_work_wait(b, -1), PG_OK);
   PG_TEST_STATUS(pg_work_free(b), PG_OK);
   pg_work *w[5] = {NULL};
-  double rs[N], red[N], sc[N], a2a[4 * N], a2a_out[4 * N];
+  /* Every pending work has buffers of its own: one work's send buffer must not
+   * be another's receive buffer while both are pending (MPI forbids it). */
+  double rs[N], red[N], sc[N], a2a[4 * N], a2a_out[4 * N], gathered[4 * N];
   for (int i = 0; i < size * N && size <= 4; ++i) { g[i] = rank + i; a2a[i] = rank * 1000 + i; }
   PG_TEST_STATUS(pg_ireduce_scatter(s, g, rs, N, PG_FLOAT64, PG_SUM, &w[0]), PG_OK);
   PG_TEST_STATUS(pg_ireduce(s, x, red, N, PG_FLOAT64, PG_MAX, 0, &w[1]), PG_OK);
   PG_TEST_STATUS(pg_iscatter(s, a2a, sc, N, PG_FLOAT64, 0, &w[2]), PG_OK);
   PG_TEST_STATUS(pg_ialltoall(s, a2a, a2a_out, N, PG_FLOAT64, &w[3]), PG_OK);
-  PG_TEST_STATUS(pg_igather(s, x, rank == 0 ? g : NULL, N, PG_FLOAT64, 0, &w[4]), PG_OK);
+  PG_TEST_STATUS(pg_igather(s, x, rank == 0 ? gathered : NULL, N, PG_FLOAT64, 0, &w[4]), PG_OK);
   for (int i = 0; i < 5; ++i) {
     PG_TEST_STATUS(pg_work_wait(w[i], -1), PG_OK);
     PG_TEST_STATUS(pg_work_free(w[i]), PG_OK);
@@ -122,7 +124,7 @@ static void check_backend(const char *backend) {
   if (rank == 0) PG_TEST_TRUE(red[2] == size - 1 + 2, "ireduce max: %g", red[2]);
   PG_TEST_TRUE(sc[3] == rank * N + 3, "iscatter: %g", sc[3]);
   PG_TEST_TRUE(size < 2 || a2a_out[N + 4] == 1000 + rank * N + 4, "ialltoall: %g", a2a_out[N + 4]);
-  if (rank == 0) PG_TEST_TRUE(g[(size - 1) * N + 6] == size - 1 + 6, "igather");
+  if (rank == 0) PG_TEST_TRUE(gathered[(size - 1) * N + 6] == size - 1 + 6, "igather");
 
   /* Destroy completes unfinished work first. */
   pg_work *left = NULL;
