@@ -41,15 +41,7 @@ class FairringBackend final : public Backend {
     PG_CHECK(learn_shape(c));
     // The sub-instances run the device default (mpi) on the whole communicator,
     // the node and the rail, through the library's own factory.
-    topology::Layout whole;
-    whole.node_comm = c.node_comm;
-    whole.rail_comm = c.rail_comm;
-    whole.local_rank = c.local_rank;
-    whole.local_size = c.local_size;
-    whole.node_rank = c.node_rank;
-    whole.node_count = c.node_count;
-    whole.irregular = irregular_;
-    PG_CHECK(make_instance("mpi", c.comm, whole, args.env, &flat_));
+    PG_CHECK(make_instance("mpi", c.comm, layout_of(c), args.env, &flat_));
     PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), args.env, &node_));
     PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), args.env, &rail_));
     if (!irregular_ && shape_.local_size > 1) {
