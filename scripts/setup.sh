@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# slurm-wlm and munge: the tests start a private Slurm (tests/slurm).
 packages=(build-essential cmake pkg-config gfortran mpich libmpich-dev hwloc libhwloc-dev
-          libgtest-dev libgmock-dev googletest libgloo-dev python3-matplotlib)
+          libgtest-dev libgmock-dev googletest libgloo-dev python3-matplotlib
+          slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -10,6 +10,9 @@ namespace pg::log {
 namespace {
 std::atomic<int> g_level{static_cast<int>(params::LogLevel::error)};
 thread_local Capture *t_capture = nullptr;
+// Set at most a few times per process; the strings are never freed, so a line
+// being written on another thread can still read the previous one.
+std::atomic<const std::string *> g_tag{nullptr};
 
 int world_rank() {
   int initialized = 0, finalized = 0, rank = -1;
@@ -22,6 +25,8 @@ int world_rank() {
 
 void set_level(params::LogLevel level) { g_level.store(static_cast<int>(level)); }
 
+void set_process_tag(const std::string &tag) { g_tag.store(new std::string(", " + tag)); }
+
 bool enabled(params::LogLevel level) { return static_cast<int>(level) <= g_level.load(); }
 
 void write(params::LogLevel level, const char *fmt, ...) {
@@ -32,8 +37,9 @@ void write(params::LogLevel level, const char *fmt, ...) {
   std::vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
   // One fprintf per line, so lines of different threads do not interleave.
-  std::fprintf(stderr, "[pgstrategy %d] %s: %s\n", world_rank(), names[static_cast<int>(level)],
-               message);
+  const std::string *tag = g_tag.load();
+  std::fprintf(stderr, "[pgstrategy %d%s] %s: %s\n", world_rank(), tag ? tag->c_str() : "",
+               names[static_cast<int>(level)], message);
 }
 
 void from_backend(int level, const char *message) {

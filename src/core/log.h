@@ -9,6 +9,10 @@
 namespace pg::log {
 
 void set_level(params::LogLevel level);
+
+// A second name for this process in every line's prefix ("[pgstrategy 0,
+// slurm rank 2]"), for when MPI's rank alone does not tell processes apart.
+void set_process_tag(const std::string &tag);
 bool enabled(params::LogLevel level);
 void write(params::LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // The pg_backend_context.log entry.

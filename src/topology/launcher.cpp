@@ -51,6 +51,10 @@ struct LauncherVars {
   // Why marks that are set still do not mean this launcher; "" when they do.
   std::string (*doubt)(const Env &env);
   Vars rank, size, local_rank, local_size, node, nodelist;
+  // Tasks per node in Slurm's compressed form ("2(x3),1"): the local size is
+  // this node's entry, when `local_size` does not give it.
+  Vars tasks_per_node;
+  Vars mpi_plugin;  // how the launcher connects to MPI (srun --mpi=TYPE)
 };
 
 // srun's PMI-2 plugin sets PMI_RANK/PMI_SIZE too, but not MPI_LOCALRANKID:
@@ -60,12 +64,13 @@ std::string srun_pmi(const Env &env) {
   return "PMI variables without MPI_LOCALRANKID under Slurm are srun's (the Slurm step)";
 }
 
-// The batch script of a Slurm job sees SLURM_PROCID but is not an srun step:
-// its step is "batch" (or the extern step), by name or by number.
-std::string batch_script(const Env &env) {
+// A Slurm job's batch script (and an salloc shell) sees SLURM_PROCID and
+// SLURM_NTASKS, but it is one process, not an srun step: only a step has a step
+// id, and the batch and extern steps are not srun's either (by name or number).
+std::string not_a_step(const Env &env) {
   const char *var = nullptr;
   const char *step = env.first({"SLURM_STEP_ID", "SLURM_STEPID"}, &var);
-  if (!step) return "";
+  if (!step) return "no SLURM_STEP_ID: a batch script or an salloc shell, not an srun step";
   for (const char *batch : {"batch", "extern", "4294967294", "4294967295"})
     if (!std::strcmp(step, batch))
       return std::string(var) + "='" + step + "' is the batch script, not an srun step";
@@ -78,18 +83,19 @@ std::string batch_script(const Env &env) {
 const LauncherVars kLaunchers[] = {
     // MPICH's Hydra (mpiexec).
     {"hydra", Needs::any, {"PMI_RANK", "PMI_SIZE"}, srun_pmi,
-     {"PMI_RANK"}, {"PMI_SIZE"}, {"MPI_LOCALRANKID"}, {"MPI_LOCALNRANKS"}, {}, {}},
+     {"PMI_RANK"}, {"PMI_SIZE"}, {"MPI_LOCALRANKID"}, {"MPI_LOCALNRANKS"}, {}, {}, {}, {}},
     // Open MPI's mpirun / prterun.
     {"openmpi", Needs::any, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, nullptr,
      {"OMPI_COMM_WORLD_RANK"}, {"OMPI_COMM_WORLD_SIZE"}, {"OMPI_COMM_WORLD_LOCAL_RANK"},
-     {"OMPI_COMM_WORLD_LOCAL_SIZE"}, {}, {}},
+     {"OMPI_COMM_WORLD_LOCAL_SIZE"}, {}, {}, {}, {}},
     // A Slurm job step (srun): the step's size and nodes before the job's.
-    {"slurm", Needs::any, {"SLURM_PROCID"}, batch_script,
+    {"slurm", Needs::any, {"SLURM_PROCID"}, not_a_step,
      {"SLURM_PROCID"}, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, {"SLURM_LOCALID"}, {},
-     {"SLURM_NODEID"}, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}},
+     {"SLURM_NODEID"}, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"},
+     {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}, {"SLURM_MPI_TYPE"}},
     // torchrun / torch.distributed.run (and launchers that mimic it).
     {"torchrun", Needs::all, {"RANK", "WORLD_SIZE"}, nullptr,
-     {"RANK"}, {"WORLD_SIZE"}, {"LOCAL_RANK"}, {"LOCAL_WORLD_SIZE"}, {"GROUP_RANK"}, {}},
+     {"RANK"}, {"WORLD_SIZE"}, {"LOCAL_RANK"}, {"LOCAL_WORLD_SIZE"}, {"GROUP_RANK"}, {}, {}, {}},
 };
 
 bool present(const Env &env, const LauncherVars &row) {
@@ -110,6 +116,27 @@ int number(const Env &env, const Vars &vars, std::string *problem) {
   if (text::parse_number(text, &value) && value <= INT_MAX) return static_cast<int>(value);
   if (problem->empty())
     *problem = std::string(var) + "='" + text + "' is not a non-negative integer";
+  return -1;
+}
+
+// Entry `node` of a Slurm tasks-per-node list ("2(x3),1": 2, 2, 2, 1), or -1
+// when the list does not parse or is shorter.
+int tasks_on_node(const std::string &list, int node) {
+  for (const std::string &item : text::split(list, ',')) {
+    std::string count = item, repeat = "1";
+    size_t open = item.find("(x");
+    if (open != std::string::npos) {
+      if (item.back() != ')') return -1;
+      count = item.substr(0, open);
+      repeat = item.substr(open + 2, item.size() - open - 3);
+    }
+    unsigned tasks = 0, times = 0;
+    if (!text::parse_number(count, &tasks) || !text::parse_number(repeat, &times) ||
+        tasks > INT_MAX)
+      return -1;
+    if (static_cast<unsigned>(node) < times) return static_cast<int>(tasks);
+    node -= static_cast<int>(times);
+  }
   return -1;
 }
 
@@ -137,6 +164,9 @@ Launcher read_launcher(const Env &env, const LauncherVars &row, std::string *pro
   l.local_size = number(env, row.local_size, problem);
   l.node = number(env, row.node, problem);
   if (const char *nodes = env.first(row.nodelist)) l.nodelist = nodes;
+  const char *per_node = env.first(row.tasks_per_node);
+  if (l.local_size < 0 && per_node) l.local_size = tasks_on_node(per_node, l.node < 0 ? 0 : l.node);
+  if (const char *plugin = env.first(row.mpi_plugin)) l.mpi_plugin = plugin;
   if (problem->empty()) *problem = inconsistency(l);
   return l;
 }
@@ -176,7 +206,59 @@ std::string describe_launcher(const Launcher &l) {
   return s;
 }
 
-std::string launcher_warning(const Launcher &l, int mpi_rank, int mpi_size) {
+namespace {
+
+// "MPICH 4.0.2" or "Open MPI v4.1.4" from MPI_Get_library_version's text.
+std::string short_library_name(const std::string &version) {
+  std::string first = version.substr(0, version.find('\n'));
+  const std::string mpich = "MPICH Version:";
+  if (first.compare(0, mpich.size(), mpich) == 0) {
+    size_t digits = first.find_first_not_of(" \t", mpich.size());
+    return "MPICH " + (digits == std::string::npos ? std::string("?") : first.substr(digits));
+  }
+  return first.substr(0, first.find(','));
+}
+
+// Why srun's processes became singletons, from what srun was given
+// (SLURM_MPI_TYPE) and what the MPI library speaks: MPICH's PMI-2 or Open
+// MPI's PMIx.
+std::string srun_advice(const Launcher &l, const std::string &mpi_library) {
+  std::string library = short_library_name(mpi_library);
+  bool mpich = library.rfind("MPICH", 0) == 0, open_mpi = library.rfind("Open MPI", 0) == 0;
+  std::string given = l.mpi_plugin.empty() || l.mpi_plugin == "none"
+                          ? "srun ran without an MPI plugin (no --mpi, or --mpi=none, and no "
+                            "MpiDefault in slurm.conf)"
+                          : "srun ran with --mpi=" + l.mpi_plugin + " (SLURM_MPI_TYPE)";
+  const char *wanted = mpich ? "pmi2" : open_mpi ? "pmix" : nullptr;
+  const std::string other_mpi =
+      "the application is linked against a different MPI than the one srun serves (check "
+      "'ldd' on the executable)";
+  if (!wanted)
+    return given + ". Run srun with the --mpi value that " + library +
+           " supports ('srun --mpi=list' shows Slurm's), or set MpiDefault in slurm.conf; "
+           "otherwise " + other_mpi + ".";
+  if (l.mpi_plugin == wanted)
+    return given + ", which " + library + " supports, so likely " + other_mpi + ".";
+  std::string s = given + ", but " + library + " connects to srun through " +
+                  (mpich ? "PMI-2" : "PMIx") + ": run 'srun --mpi=" + wanted +
+                  " ...' or set MpiDefault=" + wanted + " in slurm.conf.";
+  if (mpich && l.mpi_plugin == "pmix")
+    s += " An MPICH built without PMIx (Debian's and Ubuntu's are) ignores --mpi=pmix and "
+         "starts singletons.";
+  return s + " Otherwise " + other_mpi + ".";
+}
+
+}  // namespace
+
+std::string running_mpi_library() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  return std::string(version, static_cast<size_t>(len > 0 ? len : 0));
+}
+
+std::string launcher_warning(const Launcher &l, int mpi_rank, int mpi_size,
+                             const std::string &mpi_library) {
   if (l.name.empty()) return "";
   if (mpi_size == 1 && l.size > 1) {
     std::string s = "MPI sees a world of 1 process, but the launcher (" + l.name + ") started " +
@@ -184,10 +266,7 @@ std::string launcher_warning(const Launcher &l, int mpi_rank, int mpi_size) {
                     std::to_string(l.rank < 0 ? 0 : l.rank) +
                     "): every process runs as its own 1-process MPI job. ";
     if (l.name == "slurm")
-      s += "Likely cause: srun without --mpi=pmi2 (MPICH then starts as a singleton); run "
-           "'srun --mpi=pmi2 ...' or set MpiDefault=pmi2 in slurm.conf. Otherwise the "
-           "application is linked against a different MPI than the one srun serves (check "
-           "'ldd' on the executable).";
+      s += "Likely cause: " + srun_advice(l, mpi_library);
     else if (l.name == "torchrun")
       s += "Likely cause: torchrun does not start MPI jobs; launch with mpiexec, or with "
            "'srun --mpi=pmi2' under Slurm.";
@@ -217,10 +296,15 @@ void check_launcher(MPI_Comm world) {
   Launcher l = detect_launcher();
   for (const std::string &note : l.notes) PG_LOG(debug, "%s", note.c_str());
   PG_LOG(debug, "launcher: %s", describe_launcher(l).c_str());
-  std::string warning = launcher_warning(l, rank, size);
+  std::string warning = launcher_warning(l, rank, size, running_mpi_library());
+  if (warning.empty()) return;
+  // From now on every log line names the launcher's rank too: N singletons
+  // would all call themselves rank 0.
+  if (l.rank >= 0 && l.rank != rank)
+    log::set_process_tag(l.name + " rank " + std::to_string(l.rank));
   // Printed whatever PGS_LOG says: N singletons look like a working job until
   // the results are wrong.
-  if (!warning.empty()) log::write(params::LogLevel::warn, "%s", warning.c_str());
+  log::write(params::LogLevel::warn, "%s", warning.c_str());
 }
 
 }  // namespace pg::topology

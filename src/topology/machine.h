@@ -163,6 +163,7 @@ struct Launcher {
   int local_rank = -1, local_size = -1;  // -1 where the launcher does not say
   int node = -1;                         // node index where the launcher says
   std::string nodelist;                  // Slurm's compressed node list
+  std::string mpi_plugin;                // Slurm: srun's --mpi (SLURM_MPI_TYPE)
   std::vector<std::string> notes;        // launchers skipped, with the reason
 };
 
@@ -176,9 +177,14 @@ Launcher detect_launcher(const EnvLookup &getenv = nullptr);
 
 std::string describe_launcher(const Launcher &launcher);
 
+// MPI_Get_library_version's text for the MPI library this process runs with.
+std::string running_mpi_library();
+
 // The warning to give when the launcher and MPI disagree; empty when they
-// agree or no launcher was found.
-std::string launcher_warning(const Launcher &launcher, int mpi_rank, int mpi_size);
+// agree or no launcher was found. `mpi_library` (running_mpi_library()) says
+// which PMI the MPI speaks, for the advice under Slurm.
+std::string launcher_warning(const Launcher &launcher, int mpi_rank, int mpi_size,
+                             const std::string &mpi_library);
 
 // Compares the launcher's view of the job with MPI's (world size and rank) and
 // warns once per process when they disagree (e.g. srun without --mpi=pmi2).

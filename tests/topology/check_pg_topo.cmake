@@ -49,7 +49,8 @@ elseif(CASE STREQUAL "singleton_slurm") # srun without --mpi=pmi2: a 1-process M
   set(patterns
     "rank 0: [^\n]* launcher=slurm rank 1/4"
     "launcher warning \\(rank 0\\): MPI sees a world of 1 process, but the launcher \\(slurm\\) started 4 processes"
-    "srun without --mpi=pmi2")
+    "srun ran without an MPI plugin"
+    "run 'srun --mpi=pmi2")
 elseif(CASE STREQUAL "bad_ranks_per_node")
   set(ENV{PGS_RANKS_PER_NODE} abc)
   set(expect_ok FALSE)

@@ -508,6 +508,33 @@ TEST(Launcher, Precedence) {
   EXPECT_EQ(l.name, "");
   ASSERT_EQ(l.notes.size(), 1u);
   EXPECT_NE(l.notes[0].find("batch"), std::string::npos);
+  // Nor is a batch script without any step variable, as Slurm 22.05 runs it:
+  // SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_TASKS_PER_NODE only.
+  l = detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"},
+              {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "4"}});
+  EXPECT_EQ(l.name, "");
+  ASSERT_EQ(l.notes.size(), 1u);
+  EXPECT_NE(l.notes[0].find("no SLURM_STEP_ID"), std::string::npos) << l.notes[0];
+}
+
+TEST(Launcher, SlurmLocalSizeFromTasksPerNode) {
+  // Node 1 of a step laid out "4(x2)": 4 tasks on each of 2 nodes.
+  topo::Launcher l = detect(merge({kSlurm, {{"SLURM_STEP_TASKS_PER_NODE", "4(x2)"}}}));
+  EXPECT_EQ(l.local_size, 4);
+  EXPECT_EQ(topo::describe_launcher(l), "slurm rank 6/8 local 2/4 node 1 nodes gpu[01-02]");
+  // Irregular steps: the entry of this node; the step's list before the job's.
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"3,5", 5}, {"2(x1),6", 6}, {"7(x3)", 7}, {"1,3(x2),9", 3}, {"5", -1},
+      {"2(x", -1}, {"x(x2)", -1}, {"3,-5", -1},
+      {"", -1}};  // "" is unset: then the job's "9", which has no node 1
+  for (const auto &c : cases) {
+    l = detect(merge({kSlurm, {{"SLURM_TASKS_PER_NODE", "9"},
+                               {"SLURM_STEP_TASKS_PER_NODE", c.first}}}));
+    EXPECT_EQ(l.local_size, c.second) << "'" << c.first << "'";
+  }
+  // A local rank beyond the local size: the launcher is not believed.
+  l = detect(merge({kSlurm, {{"SLURM_STEP_TASKS_PER_NODE", "4,2"}}}));
+  EXPECT_EQ(l.name, "");
 }
 
 TEST(Launcher, FallbackVariablesAndEmptyValues) {
@@ -559,42 +586,64 @@ TEST(Launcher, MalformedVariablesSkipTheLauncher) {
   EXPECT_NE(l.notes.back().find("not below size 8"), std::string::npos) << l.notes.back();
 }
 
+const std::string kMpich = "MPICH Version:\t4.0.2\nMPICH Release date:\tThu Mar  3 2022\n";
+const std::string kOpenMpiLibrary = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4\n";
+
 TEST(Launcher, SingletonWarning) {
   topo::Launcher slurm = detect(kSlurm);
-  std::string w = topo::launcher_warning(slurm, 0, 1);
+  std::string w = topo::launcher_warning(slurm, 0, 1, kMpich);
   EXPECT_NE(w.find("world of 1 process"), std::string::npos) << w;
   EXPECT_NE(w.find("(slurm) started 8 processes"), std::string::npos) << w;
-  EXPECT_NE(w.find("srun without --mpi=pmi2"), std::string::npos) << w;
+  EXPECT_NE(w.find("srun ran without an MPI plugin"), std::string::npos) << w;
+  EXPECT_NE(w.find("MPICH 4.0.2 connects to srun through PMI-2: run 'srun --mpi=pmi2"),
+            std::string::npos) << w;
   EXPECT_NE(w.find("different MPI"), std::string::npos) << w;
 
-  std::string h = topo::launcher_warning(detect(kHydra), 0, 1);
+  // What srun was given, and what this MPI speaks.
+  w = topo::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmix"}}})), 0, 1, kMpich);
+  EXPECT_NE(w.find("srun ran with --mpi=pmix (SLURM_MPI_TYPE), but MPICH 4.0.2"),
+            std::string::npos) << w;
+  EXPECT_NE(w.find("ignores --mpi=pmix"), std::string::npos) << w;
+  w = topo::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmi2"}}})), 0, 1,
+                             kOpenMpiLibrary);
+  EXPECT_NE(w.find("Open MPI v4.1.4 connects to srun through PMIx: run 'srun --mpi=pmix"),
+            std::string::npos) << w;
+  // The right plugin and still singletons: another MPI is linked.
+  w = topo::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmi2"}}})), 0, 1, kMpich);
+  EXPECT_NE(w.find("which MPICH 4.0.2 supports, so likely the application is linked against a "
+                   "different MPI"), std::string::npos) << w;
+  w = topo::launcher_warning(slurm, 0, 1, "Some MPI 1.0");
+  EXPECT_NE(w.find("the --mpi value that Some MPI 1.0 supports"), std::string::npos) << w;
+
+  std::string h = topo::launcher_warning(detect(kHydra), 0, 1, kMpich);
   EXPECT_NE(h.find("(hydra) started 4 processes"), std::string::npos) << h;
   EXPECT_NE(h.find("different MPI"), std::string::npos) << h;
   EXPECT_NE(h.find("--mpi=pmi2"), std::string::npos) << h;
 
-  std::string t = topo::launcher_warning(detect(kTorchrun), 0, 1);
+  std::string t = topo::launcher_warning(detect(kTorchrun), 0, 1, kMpich);
   EXPECT_NE(t.find("torchrun does not start MPI jobs"), std::string::npos) << t;
 }
 
 TEST(Launcher, OtherDisagreementNamesOnlyTheLauncher) {
   topo::Launcher l = detect(kOpenMpi);
-  EXPECT_EQ(topo::launcher_warning(l, 5, 8), "");
-  std::string w = topo::launcher_warning(l, 5, 6);
+  EXPECT_EQ(topo::launcher_warning(l, 5, 8, kOpenMpiLibrary), "");
+  std::string w = topo::launcher_warning(l, 5, 6, kOpenMpiLibrary);
   EXPECT_EQ(w, "the launcher (openmpi) says rank 5 of 8, MPI says rank 5 of 6; using MPI's");
-  w = topo::launcher_warning(l, 4, 8);
+  w = topo::launcher_warning(l, 4, 8, kOpenMpiLibrary);
   EXPECT_NE(w.find("(openmpi) says rank 5 of 8"), std::string::npos) << w;
   EXPECT_EQ(w.find("pmi2"), std::string::npos) << w;
-  EXPECT_EQ(topo::launcher_warning(detect({}), 0, 1), "");
+  EXPECT_EQ(topo::launcher_warning(detect({}), 0, 1, kMpich), "");
   // A launcher of size 1 and MPI of size 1 agree.
-  EXPECT_EQ(topo::launcher_warning(detect({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), 0, 1), "");
+  EXPECT_EQ(topo::launcher_warning(detect({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), 0, 1, kMpich), "");
 }
 
 TEST(Launcher, CheckLauncherWarnsOnceThroughTheLog) {
   ScopedEnv env;
   for (const char *v : {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_RANK",
-                        "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_ID", "SLURM_STEPID",
-                        "SLURM_STEP_NUM_TASKS"})
+                        "OMPI_COMM_WORLD_SIZE", "SLURM_STEPID", "SLURM_STEP_NUM_TASKS",
+                        "SLURM_MPI_TYPE"})
     env.set(v, nullptr);
+  env.set("SLURM_STEP_ID", "0");
   env.set("SLURM_PROCID", "1");
   env.set("SLURM_NTASKS", "4");
   env.set("SLURM_LOCALID", "1");
@@ -606,6 +655,8 @@ TEST(Launcher, CheckLauncherWarnsOnceThroughTheLog) {
   pg::log::set_level(pg::params::LogLevel::error);
   EXPECT_NE(err.find("warn"), std::string::npos) << err;
   EXPECT_NE(err.find("(slurm) started 4 processes"), std::string::npos) << err;
-  EXPECT_NE(err.find("srun without --mpi=pmi2"), std::string::npos) << err;
-  EXPECT_EQ(err.find("srun without"), err.rfind("srun without")) << "warned twice: " << err;
+  EXPECT_NE(err.find("srun ran without an MPI plugin"), std::string::npos) << err;
+  EXPECT_EQ(err.find("srun ran"), err.rfind("srun ran")) << "warned twice: " << err;
+  // The line names the launcher's rank beside MPI's 0.
+  EXPECT_NE(err.find("[pgstrategy 0, slurm rank 1] warn:"), std::string::npos) << err;
 }

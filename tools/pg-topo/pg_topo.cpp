@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
 
   std::vector<std::string> lines = gather(line, rank, size);
   std::vector<std::string> warnings =
-      gather(topo::launcher_warning(launcher, rank, size), rank, size);
+      gather(topo::launcher_warning(launcher, rank, size, topo::running_mpi_library()), rank, size);
   if (rank == 0) {
     std::printf("pg-topo: %d rank%s; topology of rank 0 from %s\n", size, size == 1 ? "" : "s",
                 topo::describe_machine(*machine).c_str());
