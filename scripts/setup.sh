@@ -5,10 +5,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# slurm-wlm and munge: the tests start a private Slurm (tests/slurm).
+# slurm-wlm and munge: the tests start a private Slurm (tests/slurm); libpmix-dev
+# lets its srun load the pmix plugin (checked: MPICH does not speak PMIx).
 packages=(build-essential cmake pkg-config gfortran mpich libmpich-dev hwloc libhwloc-dev
           libgtest-dev libgmock-dev googletest libgloo-dev python3-matplotlib
-          slurm-wlm munge)
+          slurm-wlm munge libpmix-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

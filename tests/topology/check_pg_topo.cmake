@@ -1,9 +1,10 @@
 # Runs pg-topo under mpiexec for one CASE and checks its exit status and output.
 #   cmake -DCASE=<case> -DNP=<n> -DMPIEXEC=<mpiexec> -DNPFLAG=-n [-DPREFLAGS=...]
-#         -DPG_TOPO=<exe> -DDATA=<tests/data> -P check_pg_topo.cmake
+#         -DPG_TOPO=<exe> -DDATA=<tests/data> -DSRUN_MPI_PLUGIN=pmi2|pmix -P check_pg_topo.cmake
 foreach(var IN ITEMS PGS_RANKS_PER_NODE PGS_TOPOLOGY_XML PGS_BIND PGS_BACKEND CUDA_VISIBLE_DEVICES
                     PMI_RANK PMI_SIZE MPI_LOCALRANKID OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
                     SLURM_PROCID SLURM_NTASKS SLURM_STEP_NUM_TASKS SLURM_STEP_ID SLURM_LOCALID
+                    SLURM_MPI_TYPE SLURM_STEP_TASKS_PER_NODE SLURM_TASKS_PER_NODE
                     RANK WORLD_SIZE)
   unset(ENV{${var}})
 endforeach()
@@ -50,7 +51,7 @@ elseif(CASE STREQUAL "singleton_slurm") # srun without --mpi=pmi2: a 1-process M
     "rank 0: [^\n]* launcher=slurm rank 1/4"
     "launcher warning \\(rank 0\\): MPI sees a world of 1 process, but the launcher \\(slurm\\) started 4 processes"
     "srun ran without an MPI plugin"
-    "run 'srun --mpi=pmi2")
+    "run 'srun --mpi=${SRUN_MPI_PLUGIN}")
 elseif(CASE STREQUAL "bad_ranks_per_node")
   set(ENV{PGS_RANKS_PER_NODE} abc)
   set(expect_ok FALSE)
