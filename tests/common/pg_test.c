@@ -70,6 +70,9 @@ int pg_test_verdict(MPI_Comm comm, const char *test_name) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   if (rank == 0) printf("%s on %d ranks: %s\n", test_name, size, all ? "PASSED" : "FAILED");
+  /* Out before MPI_Finalize, which may hang (docs/known-issues.md): the
+   * cluster tests go by this line. */
+  fflush(stdout);
   return all ? 0 : 1;
 }
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# fairring against MPICH's allreduce across hosts that are really separate:
+# 2 network-namespace hosts x 2 ranks (tests/cluster/netns_cluster.sh), each
+# host link rate-limited, every inter-host byte over TCP. As root.
+#
+#   bench/cluster.sh [BUILD_DIR] [REPS]          (defaults: build, 5)
+#
+# For each link rate, pg-bench runs allreduce float32 with fairring and
+# mpi-raw interleaved (MPICH's automatic choice), then again with MPICH's own
+# SMP-aware allreduce (MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=smp: reduce to a
+# leader per node, allreduce among leaders, broadcast in the node). A third
+# pass counts the bytes one allreduce of each sends over the host links, for
+# the model in docs/algorithms.md. Results in bench/.cluster/, a table at the
+# end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath "${1:-build}")
+reps=${2:-5}
+pgbench=$build/tools/pg-bench/pg-bench
+[ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
+out=$PWD/bench/.cluster
+mkdir -p "$out"
+run=tests/cluster/run_on_cluster.sh
+verdict="# Wrong values: 0 OK"
+
+# rate, sizes: above ~1 Gbit/s the two cores, not the link, are the limit here.
+for setting in "1gbit 16M 256M" "250mbit 16M 64M"; do
+  read -r rate min max <<<"$setting"
+  for mpich in auto smp; do
+    csv=$out/allreduce-$rate-$mpich.csv
+    echo "== $rate, MPICH allreduce $mpich"
+    env MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=$mpich CLUSTER_JOB_TIMEOUT=3000 \
+      $run --rate "$rate" --grace 20 2,2 "$verdict" \
+      "$pgbench" -b "$min" -e "$max" -f 4 -n 3 -w 1 -r "$reps" -B fairring,mpi-raw --csv "$csv" |
+      grep -E '^ *[0-9]+ |^# |^job|^cluster|RESULT'
+  done
+  # Bytes on the links per allreduce: one 64 MiB call of each, alone.
+  for backend in fairring mpi-raw; do
+    for mpich in auto smp; do
+      [ "$backend" = fairring ] && [ "$mpich" = smp ] && continue
+      line=$(env MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=$mpich CLUSTER_JOB_TIMEOUT=600 \
+        $run --rate "$rate" --grace 20 2,2 "$verdict" \
+        "$pgbench" -b 64M -e 64M -n 1 -w 0 -c 0 -B "$backend" | grep '^cluster:')
+      echo "bytes $rate $backend $mpich: $line"
+    done
+  done
+done | tee "$out/summary.txt"
