@@ -37,8 +37,12 @@ cluster_up "${#counts[@]}" "$rate" || { echo "SKIP: $cluster_skip"; exit 77; }
 log=$cluster_dir/job.log
 before=$(cluster_link_bytes)
 start=$(date +%s.%N)
+# A process group of its own (job control), so that the harness can end
+# mpiexec and everything it started, not only the subshell that runs it.
+set -m
 cluster_mpiexec "$ppn" "$@" >"$log" 2>&1 &
 job=$!
+set +m
 
 # Wait for the job to end, or for its verdict plus the grace period.
 outcome="" seen_at=""
@@ -64,10 +68,9 @@ while :; do
   sleep 0.2
 done
 if [ "$rc" = hung ] || [ "$rc" = timeout ]; then
-  kill -TERM "$job" 2>/dev/null
-  pkill -TERM -P "$job" 2>/dev/null
+  kill -TERM -- -"$job" 2>/dev/null
   sleep 1
-  kill -KILL "$job" 2>/dev/null
+  kill -KILL -- -"$job" 2>/dev/null
   wait "$job" 2>/dev/null
 fi
 crossed=$(( $(cluster_link_bytes) - before ))
