@@ -262,7 +262,8 @@ Work::Work(std::shared_ptr<Comm> comm, pg_work *pending, Operation op, int rank)
     : c10d::Work(rank, op.type), comm_(std::move(comm)), pending_(pending), op_(std::move(op)) {
   std::vector<c10::Device> devices;
   if (op_.device.is_cuda()) devices.push_back(op_.device);
-  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
+  static const c10::TypePtr kTensors = c10::ListType::create(c10::TensorType::get());  // the future's type
+  future_ = c10::make_intrusive<c10::ivalue::Future>(kTensors, devices);
   if (!pending_) {
     finished_ = true;
     publish();
