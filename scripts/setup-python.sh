@@ -11,7 +11,7 @@
 # tests' MPICH through a soname link (tests/python/CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-VENV=${VENV:-.venv-torch}
+VENV=$(realpath -m "${VENV:-.venv-torch}")
 
 packages=(python3-venv python3-dev)
 missing=()
@@ -31,4 +31,4 @@ if ! "$VENV/bin/python" -c "import torch, lightning, mpi4py, scikit_build_core" 
   /usr/bin/python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check torch lightning mpi4py scikit-build-core >&2
 fi
-echo "$PWD/$VENV/bin/python"
+echo "$VENV/bin/python"

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -345,15 +346,14 @@ bool Work::wait(std::chrono::milliseconds timeout) {
     }
   }
   publish();
-  if (error_) std::rethrow_exception(error_);
-  // CUDA: the caller's current stream waits for the operation's stream.
-  if (op_.device.is_cuda()) future_->wait();
+  // Returns once the future is set (by this thread or the completion thread),
+  // raises its error; on CUDA the caller's current stream waits for the
+  // operation's stream.
+  future_->waitAndThrow();
   return true;
 }
 
-void Work::synchronize() {
-  if (op_.device.is_cuda()) future_->wait();
-}
+void Work::synchronize() { future_->wait(); }
 
 c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
   if (!published_) complete_later(c10::intrusive_ptr<Work>::reclaim_copy(this));
@@ -368,6 +368,8 @@ ProcessGroup::ProcessGroup(int rank, int size, const std::vector<int64_t> &globa
       comm_(std::make_shared<Comm>(rank, size, global_ranks, std::move(backend))),
       timeout_(timeout) {
   std::lock_guard<std::mutex> lock(g_comms_mutex);
+  g_comms.erase(std::remove_if(g_comms.begin(), g_comms.end(), [](const auto &c) { return c.expired(); }),
+                g_comms.end());
   g_comms.push_back(comm_);
 }
 
