@@ -26,7 +26,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if ! "$VENV/bin/python" -c "import torch, lightning, mpi4py, scikit_build_core" 2>/dev/null; then
+# torch imported (a CUDA build that lacks its NVIDIA libraries does not), the others present.
+if ! "$VENV/bin/python" -c "import torch, importlib.util as u
+assert all(u.find_spec(m) for m in ('lightning', 'mpi4py', 'scikit_build_core'))" 2>/dev/null; then
   echo "== making the Python environment in $VENV (torch, lightning, mpi4py, scikit-build-core)" >&2
   /usr/bin/python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check torch lightning mpi4py scikit-build-core >&2
