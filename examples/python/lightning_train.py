@@ -3,9 +3,11 @@
     mpiexec -n 2 python lightning_train.py                       # DDPStrategy(process_group_backend="pgstrategy")
     mpiexec -n 2 python lightning_train.py --strategy ddp_pgstrategy   # the registered strategy name
     PGS_BACKEND=cpu:fairring mpiexec -n 2 python lightning_train.py
+    srun -N 1 --ntasks-per-node=2 --mpi=pmi2 python lightning_train.py --devices 2
 
 Lightning finds the ranks through mpi4py under mpiexec (MPIEnvironment) and
-through Slurm's variables under srun; `devices` must be the ranks per node.
+through Slurm's variables under srun (which wants --ntasks-per-node);
+`devices` must be the ranks per node.
 """
 
 import argparse

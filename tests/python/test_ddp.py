@@ -47,10 +47,17 @@ def main():
     reference = train(gloo, rank)
     c.check(not torch.allclose(reference, flat(new_model())), "training changed the parameters")
     backends = ["mpi", "fairring"] + (["gloo"] if os.environ.get("PGS_TEST_GLOO") == "1" else [])
-    for name in backends:
-        group = dist.new_group(backend="pgstrategy", pg_options=pgstrategy_torch.Options(backend=name))
+    # (backend, PGS_BACKEND): chosen by the group's options, or by the variable alone
+    for name, variable in [(b, None) for b in backends] + [("fairring", "cpu:fairring")]:
+        if variable:
+            os.environ["PGS_BACKEND"] = variable  # read when the group's strategy is made
+            group = dist.new_group(backend="pgstrategy")
+            del os.environ["PGS_BACKEND"]
+        else:
+            group = dist.new_group(backend="pgstrategy", pg_options=pgstrategy_torch.Options(backend=name))
         described = pgstrategy_torch.describe(group)
-        c.check(f"backend '{name}'" in described, f"{name}: the group runs {described}")
+        rule = "(PGS_BACKEND)" if variable else "(argument)"
+        c.check(f"backend '{name}' {rule}" in described, f"{name}: the group runs {described}")
         params = train(group, rank)
         everyone = [torch.empty_like(params) for _ in range(size)]
         dist.all_gather(everyone, params, group=gloo)  # checked through torch's own gloo

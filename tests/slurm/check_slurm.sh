@@ -127,10 +127,17 @@ if [ -n "$fortran" ]; then
   verdict out "heat1d on 2 ranks" out "heat1d: OK"
 fi
 
-# The PyTorch example: init_process_group("pgstrategy") in a step of 2 tasks.
+# The PyTorch examples in steps of 2 tasks: init_process_group("pgstrategy"),
+# and Lightning's DDPStrategy(process_group_backend="pgstrategy"), which finds
+# the ranks through Slurm's variables (and wants --ntasks-per-node).
 if [ -n "$torch_python" ]; then
   check srun_torch_ddp srun -n 2 --mpi="$plugin" "$torch_python" "$here/../../examples/python/ddp_train.py"
   verdict out "2 ranks, parameters identical on every rank: True" out "underneath: backend 'mpi'"
+  # Lightning's rendezvous host is the first node's name, which here names no
+  # address (the private cluster's node is this host under another name).
+  check srun_lightning env MASTER_ADDR=127.0.0.1 srun -N 1 --ntasks-per-node=2 --mpi="$plugin" "$torch_python" "$here/../../examples/python/lightning_train.py" \
+    --devices 2 --epochs 1
+  verdict out "trained on 2 ranks" out "underneath: backend 'mpi'"
 fi
 
 echo "Slurm $(sinfo --version | awk '{print $2}'), srun --mpi=$plugin:"
