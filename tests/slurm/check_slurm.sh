@@ -5,19 +5,21 @@
 # Slurm cannot run here (the reason is printed).
 #
 #   check_slurm.sh --plugin pmi2 --demo allreduce_demo --topo pg-topo [--fortran heat1d]
+#                  [--torch PYTHON]   (a Python with torch and pgstrategy_torch on its PYTHONPATH)
 #
 # --plugin is the srun --mpi value the MPI library speaks (MPICH: pmi2, Open
 # MPI: pmix).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 examples=$here/../../examples/slurm
-plugin="" demo="" topo="" fortran=""
+plugin="" demo="" topo="" fortran="" torch_python=""
 while [ $# -gt 0 ]; do
   case $1 in
     --plugin) plugin=$2 ;;
     --demo) demo=$2 ;;
     --topo) topo=$2 ;;
     --fortran) fortran=$2 ;;
+    --torch) torch_python=$2 ;;
     *) echo "unknown option '$1'" >&2; exit 2 ;;
   esac
   shift 2
@@ -123,6 +125,19 @@ verdict out "strategy: backend 'fairring' (PGS_BACKEND)" out "over 4 ranks" out 
 if [ -n "$fortran" ]; then
   check srun_fortran srun -n 2 --mpi="$plugin" "$fortran"
   verdict out "heat1d on 2 ranks" out "heat1d: OK"
+fi
+
+# The PyTorch examples in steps of 2 tasks: init_process_group("pgstrategy"),
+# and Lightning's DDPStrategy(process_group_backend="pgstrategy"), which finds
+# the ranks through Slurm's variables (and wants --ntasks-per-node).
+if [ -n "$torch_python" ]; then
+  check srun_torch_ddp srun -n 2 --mpi="$plugin" "$torch_python" "$here/../../examples/python/ddp_train.py"
+  verdict out "2 ranks, parameters identical on every rank: True" out "underneath: backend 'mpi'"
+  # Lightning's rendezvous host is the first node's name, which here names no
+  # address (the private cluster's node is this host under another name).
+  check srun_lightning env MASTER_ADDR=127.0.0.1 srun -N 1 --ntasks-per-node=2 --mpi="$plugin" "$torch_python" "$here/../../examples/python/lightning_train.py" \
+    --devices 2 --epochs 1
+  verdict out "trained on 2 ranks" out "underneath: backend 'mpi'"
 fi
 
 echo "Slurm $(sinfo --version | awk '{print $2}'), srun --mpi=$plugin:"

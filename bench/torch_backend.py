@@ -1,0 +1,178 @@
+"""The torch backend "pgstrategy" against torch's own gloo, in one run.
+
+    mpiexec -n 2 python bench/torch_backend.py busbw [--min 1M] [--max 256M] [--reps 5]
+    mpiexec -n 2 python bench/torch_backend.py latency [--calls 2000] [--reps 9]
+    mpiexec -n 2 python bench/torch_backend.py ddp [--steps 5] [--reps 3]
+
+(PYTHONPATH: the package, built in <build>/python or pip-installed.) Each
+subcommand makes groups on "pgstrategy" with mpi and with fairring
+underneath and a group on torch's gloo, and runs them interleaved: per size
+and repetition each group in turn, so a noisy phase of the machine hits all
+alike. As in pg-bench, every timed call starts after the group's own barrier,
+its time is the slowest rank's, and a row is the median.
+
+busbw: all_reduce of float32 (sum), busbw = size / time * 2(n-1)/n, the result
+checked against its exact value once per size. latency: 8-byte all_reduce per
+call. ddp: the time of one DistributedDataParallel training step of a 25 M
+parameter MLP (forward, backward with the gradient allreduces, SGD step).
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+import pgstrategy_torch
+
+
+def size_of(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def human(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} B"
+
+
+def slowest(seconds):
+    """Each call's time on the slowest rank."""
+    t = torch.tensor(seconds, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)  # over the default group
+    return t.tolist()
+
+
+def timed(group, calls, call):
+    times = []
+    for _ in range(calls):
+        dist.barrier(group=group)
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return slowest(times)
+
+
+def groups():
+    made = {name: dist.new_group(backend="pgstrategy", pg_options=pgstrategy_torch.Options(backend=name))
+            for name in ("mpi", "fairring")}
+    made["gloo"] = dist.new_group(backend="gloo")
+    return made
+
+
+def busbw(args, rank, size):
+    made = groups()
+    rows = {}
+    n = size_of(args.min)
+    while n <= size_of(args.max):
+        count = n // 4
+        buf = torch.empty(count)
+        calls = max(3, min(50, (64 << 20) // n))
+        for name, group in made.items():  # checked once: sum of rank + 1
+            buf.fill_(rank + 1)
+            dist.all_reduce(buf, group=group)
+            if not torch.all(buf == size * (size + 1) / 2):
+                sys.exit(f"{name}: wrong allreduce result at {human(n)}")
+        for _ in range(args.reps):
+            for name, group in made.items():
+                t = statistics.median(timed(group, calls, lambda g=group: dist.all_reduce(buf, group=g)))
+                rows.setdefault((n, name), []).append(t)
+        n *= 4
+    if rank == 0:
+        factor = 2 * (size - 1) / size
+        print(f"all_reduce float32 sum, {size} ranks, busbw GB/s (median over {args.reps} repetitions)")
+        print(f"{'size':>9}  {'pgs mpi':>8}  {'pgs fairring':>12}  {'gloo':>8}  {'mpi/gloo':>8}  {'fairring/gloo':>13}")
+        sizes = sorted({n for n, _ in rows})
+        for n in sizes:
+            bw = {name: n / statistics.median(rows[(n, name)]) * factor / 1e9 for name in made}
+            print(f"{human(n):>9}  {bw['mpi']:8.2f}  {bw['fairring']:12.2f}  {bw['gloo']:8.2f}  "
+                  f"{bw['mpi'] / bw['gloo']:8.2f}  {bw['fairring'] / bw['gloo']:13.2f}")
+
+
+def latency(args, rank, size):
+    made = groups()
+    buf = torch.ones(2)
+    times = {name: [] for name in made}
+    for _ in range(args.reps):
+        for name, group in made.items():
+            times[name] += timed(group, args.calls, lambda g=group: dist.all_reduce(buf, group=g))
+    if rank == 0:
+        print(f"8-byte all_reduce through torch.distributed, {size} ranks, us per call "
+              f"(median of {args.reps} x {args.calls})")
+        for name in made:
+            print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {statistics.median(times[name]) * 1e6:8.2f}")
+
+
+def ddp(args, rank, size):
+    torch.set_num_threads(1)  # one core per rank
+    made = groups()
+    batch = torch.randn(args.batch, 1024), torch.randn(args.batch, 1024)
+    models = {}
+    for name, group in made.items():
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
+                            nn.Linear(4096, 1024))
+        model = DistributedDataParallel(net, process_group=group)
+        models[name] = (model, torch.optim.SGD(model.parameters(), lr=1e-4))
+    params = sum(p.numel() for p in next(iter(models.values()))[0].parameters())
+
+    def step(name):
+        model, optimizer = models[name]
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(batch[0]), batch[1]).backward()
+        optimizer.step()
+
+    for name in made:  # warm-up
+        step(name)
+    times = {name: [] for name in made}
+    for _ in range(args.reps):
+        for name, group in made.items():
+            times[name] += timed(group, args.steps, lambda n=name: step(n))
+    # the same step without communication: what the gradients' allreduces add
+    local = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1024))
+    optimizer = torch.optim.SGD(local.parameters(), lr=1e-4)
+
+    def alone():
+        optimizer.zero_grad()
+        nn.functional.mse_loss(local(batch[0]), batch[1]).backward()
+        optimizer.step()
+
+    alone()
+    compute = timed(made["gloo"], args.steps * args.reps, alone)
+    if rank == 0:
+        print(f"DDP step, {params / 1e6:.1f} M parameters (float32), batch {args.batch}, {size} ranks, "
+              f"one thread each; ms per step (median of {args.reps} x {args.steps})")
+        print(f"  {'no communication':22} {statistics.median(compute) * 1e3:8.1f}")
+        for name in made:
+            print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {statistics.median(times[name]) * 1e3:8.1f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    b = sub.add_parser("busbw")
+    b.add_argument("--min", default="1M")
+    b.add_argument("--max", default="256M")
+    b.add_argument("--reps", type=int, default=5)
+    lat = sub.add_parser("latency")
+    lat.add_argument("--calls", type=int, default=2000)
+    lat.add_argument("--reps", type=int, default=9)
+    d = sub.add_parser("ddp")
+    d.add_argument("--steps", type=int, default=5)
+    d.add_argument("--reps", type=int, default=3)
+    d.add_argument("--batch", type=int, default=32)
+    args = parser.parse_args()
+    pgstrategy_torch.mpi_env()
+    dist.init_process_group("pgstrategy")
+    {"busbw": busbw, "latency": latency, "ddp": ddp}[args.what](args, dist.get_rank(), dist.get_world_size())
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

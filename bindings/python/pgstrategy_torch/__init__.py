@@ -1,0 +1,124 @@
+"""Every pgstrategy backend as one torch.distributed backend, ``"pgstrategy"``.
+
+Importing this package (or calling ``init_process_group("pgstrategy")``, which
+finds it through the ``torch.distributed.backends`` entry point) registers the
+backend for ``cpu`` and ``cuda``::
+
+    import torch.distributed as dist
+    dist.init_process_group("pgstrategy")                      # under mpiexec or srun
+    dist.init_process_group("pgstrategy", pg_options=pgstrategy_torch.Options(backend="fairring"))
+
+Which pgstrategy backend runs underneath: ``Options.backend``, else
+``PGS_BACKEND`` (``cpu:fairring,cuda:nccl``), else the device default (``mpi``
+on CPU, ``nccl`` on CUDA). With Lightning imported, importing this package also
+registers the strategy name ``"ddp_pgstrategy"`` (see ``pgstrategy_torch.lightning``).
+"""
+
+import atexit
+import dataclasses
+import os
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+
+from . import _C
+
+__all__ = ["Options", "register", "mpi_env", "describe", "backends", "version"]
+
+NAME = "pgstrategy"
+
+
+@dataclasses.dataclass
+class Options:
+    """``pg_options`` of ``init_process_group`` and ``new_group`` for ``"pgstrategy"``.
+
+    backend: the pgstrategy backend for every device of the group (``"mpi"``,
+    ``"fairring"``, ``"nccl"``, the ``"gloo"`` plugin, any plugin or registered
+    table); empty: ``PGS_BACKEND``, then the device default.
+    """
+
+    backend: str = ""
+
+
+def _create(opts, options):
+    if options is None:
+        options = Options()
+    if not isinstance(options, Options):
+        raise TypeError(
+            f"pg_options for the {NAME!r} backend must be pgstrategy_torch.Options; got {type(options).__name__}"
+        )
+    return _C.ProcessGroup(
+        opts.group_rank, opts.group_size, list(opts.global_ranks_in_group), options.backend, opts.timeout
+    )
+
+
+_registered = False
+
+
+def register():
+    """Register ``"pgstrategy"`` with torch.distributed (done on import; the entry point calls it)."""
+    global _registered
+    if not _registered:
+        dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu", "cuda"])
+        _registered = True
+
+
+_RENDEZVOUS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def mpi_env():
+    """Set torch's rendezvous variables from the MPI job, for a script started by mpiexec or srun.
+
+    ``init_process_group`` meets its peers through a TCP store named by
+    ``MASTER_ADDR``/``MASTER_PORT`` and needs ``RANK`` and ``WORLD_SIZE``
+    (torchrun sets them; MPI launchers do not). This sets each of them that is
+    unset: the ranks from MPI, and the host and a free port of rank 0
+    (127.0.0.1 when the job is on one node). Collective over MPI_COMM_WORLD.
+    Returns the values.
+    """
+    if all(os.environ.get(name) for name in _RENDEZVOUS):
+        return {name: os.environ[name] for name in _RENDEZVOUS}
+    with socket.socket() as s:
+        s.bind(("", 0))
+        port = s.getsockname()[1]
+    rank, size, local_rank, local_size, root = _C.mpi_job(f"{socket.gethostname()} {port}")
+    host, port = root.split(" ")
+    values = {
+        "RANK": rank,
+        "WORLD_SIZE": size,
+        "LOCAL_RANK": local_rank,
+        "LOCAL_WORLD_SIZE": local_size,
+        "MASTER_ADDR": "127.0.0.1" if local_size == size else host,
+        "MASTER_PORT": port,
+    }
+    for name, value in values.items():
+        if not os.environ.get(name):
+            os.environ[name] = str(value)
+    return {name: os.environ[name] for name in _RENDEZVOUS}
+
+
+def describe(group=None, device="cpu"):
+    """What runs a group on a device: the pgstrategy backend and the rule that chose it, the layout."""
+    group = group if group is not None else dist.group.WORLD
+    return group._get_backend(torch.device(device)).describe(torch.device(device).type)
+
+
+def backends():
+    """The registered pgstrategy backends, comma-separated (plugins appear once loaded)."""
+    return _C.backends()
+
+
+def version():
+    """The version of the pgstrategy library that is running, as (major, minor, patch)."""
+    return _C.version()
+
+
+register()
+# Before Python tears down: no thread may release tensors after that, and the
+# strategies go in the order they were made, on every rank alike.
+atexit.register(_C.shutdown)
+
+if "lightning.pytorch" in sys.modules or "pytorch_lightning" in sys.modules:
+    from . import lightning  # noqa: E402,F401  (registers "ddp_pgstrategy")

@@ -1,0 +1,68 @@
+// pgstrategy_torch._C: the backend class and the library's queries.
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+#include <torch/python.h>
+
+#include <pg_strategy.h>
+
+#include "process_group.h"
+
+namespace py = pybind11;
+using pgstrategy_torch::ProcessGroup;
+
+namespace {
+
+// This rank's place in the MPI job and `text` as rank 0 gave it: what
+// torch's env:// rendezvous needs, found over a strategy of the library (so
+// MPI stays the library's, or the application's, as pg_strategy.h says).
+py::tuple mpi_job(const std::string &text) {
+  constexpr std::size_t kLength = 256;
+  pg_strategy *s = nullptr;
+  pg_status st = pg_strategy_create("cpu", "mpi", &s);
+  if (st != PG_OK) throw std::runtime_error(std::string("pgstrategy: ") + pg_last_error());
+  std::vector<char> shared(kLength, '\0');
+  text.copy(shared.data(), kLength - 1);
+  st = pg_broadcast(s, shared.data(), kLength, PG_UINT8, 0);
+  const std::string error = st == PG_OK ? "" : pg_last_error();
+  py::tuple job = py::make_tuple(pg_strategy_rank(s), pg_strategy_size(s), pg_strategy_local_rank(s),
+                                 pg_strategy_local_size(s), std::string(shared.data()));
+  pg_strategy_destroy(s);
+  if (st != PG_OK) throw std::runtime_error("pgstrategy: " + error);
+  return job;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  // c10d::Backend's Python type, the base of ours, comes from torch.
+  py::module_::import("torch.distributed");
+
+  py::class_<ProcessGroup, c10d::Backend, c10::intrusive_ptr<ProcessGroup>>(m, "ProcessGroup")
+      .def(py::init<int, int, const std::vector<int64_t> &, std::string, std::chrono::milliseconds>(),
+           py::arg("rank"), py::arg("size"), py::arg("global_ranks"), py::arg("backend"), py::arg("timeout"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("describe", &ProcessGroup::describe, py::arg("device") = "cpu",
+           "pg_strategy_describe of the group's strategy for the device: backend and why, layout",
+           py::call_guard<py::gil_scoped_release>());
+
+  m.def("shutdown", &pgstrategy_torch::shutdown_all,
+        "Stops the completion thread and destroys every group's strategies (interpreter exit)",
+        py::call_guard<py::gil_scoped_release>());
+  m.def("mpi_job", &mpi_job, py::arg("text"),
+        "(rank, size, local_rank, local_size, rank 0's text) of the MPI job (collective)");
+  m.def("backends", [] {
+    char names[4096] = "";
+    pg_backends_list(names, sizeof names);
+    return std::string(names);
+  }, "The registered pgstrategy backends (plugins appear once loaded)");
+  m.def("default_backend", [](const std::string &device) {
+    const char *name = pg_default_backend(device.c_str());
+    if (!name) throw py::value_error(pg_last_error());
+    return std::string(name);
+  }, py::arg("device"));
+  m.def("version", [] {
+    int major = 0, minor = 0, patch = 0;
+    pg_version(&major, &minor, &patch);
+    return py::make_tuple(major, minor, patch);
+  }, "The version of the pgstrategy library that is running");
+}

@@ -1,0 +1,180 @@
+// The torch.distributed backend "pgstrategy": a c10d::Backend whose
+// collectives run on pgstrategy strategies (include/pg_strategy.h), one per
+// device type of the group, on the MPI communicator of the group's ranks.
+//
+// Threads. A strategy is used by one thread at a time, so every call into the
+// library for a group holds the group's mutex (Comm::mutex): the caller's
+// thread starts operations and waits for them; the completion thread
+// (completion.h) tests the works whose futures were asked for (DDP waits on
+// futures, never on works) and completes them.
+//
+// CPU tensors run as nonblocking works (pg_i*), whatever torch's async_op says:
+// a nonblocking call does not match its blocking twin, so every rank must make
+// the same kind of call. CUDA tensors run as blocking calls on torch's current
+// stream (pg_strategy_set_stream): they are enqueued, and the work is complete
+// for the host when the call returns, as NCCL's are.
+#pragma once
+
+#include <mpi.h>
+#include <pg_strategy.h>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pgstrategy_torch {
+
+// The communicator of one torch group and its strategies, made on first use
+// of each device type (creation is collective: every rank of a torch group
+// uses its devices in the same order). Shared by the backend and its works.
+class Comm {
+ public:
+  // `ranks`: the group's ranks in MPI_COMM_WORLD, in group order (empty: the
+  // world). `backend`: the pgstrategy backend, "" for PGS_BACKEND, then the
+  // device default. Makes the CPU strategy at once, so a bad backend name or
+  // a torch rank that is not MPI's fails init_process_group itself.
+  Comm(int rank, int size, const std::vector<int64_t> &ranks, std::string backend);
+  ~Comm();
+  Comm(const Comm &) = delete;
+  Comm &operator=(const Comm &) = delete;
+
+  // Held for every call into the library on this group's strategies.
+  std::mutex mutex;
+
+  // The strategy for `device` (under `mutex`); throws when there is none.
+  pg_strategy *strategy(const c10::Device &device);
+  bool has_cpu() const { return cpu_ != nullptr; }
+  // Destroys the strategies (collective; under `mutex`). Later calls throw.
+  void close();
+  // pg_strategy_describe of the strategy for "cpu" or "cuda" (made if needed).
+  std::string describe(const c10::Device &device);
+
+ private:
+  pg_strategy *create(const std::string &device);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;  // MPI_COMM_WORLD, or the group's own (freed at close)
+  std::string backend_;
+  pg_strategy *cpu_ = nullptr;
+  std::string no_cpu_;             // why there is no CPU strategy (a CUDA-only backend)
+  pg_strategy *cuda_ = nullptr;
+  c10::DeviceIndex cuda_index_ = -1;
+  bool closed_ = false;
+};
+
+// What an operation hands to the library: the call itself (w == nullptr: the
+// blocking call; otherwise the nonblocking twin, storing its work in *w).
+using Call = std::function<pg_status(pg_strategy *s, pg_work **w)>;
+
+// One operation: what its future holds, what must stay alive until it has
+// finished, and what to do once it has (copies out of staging buffers).
+struct Operation {
+  const char *name;                  // "allreduce", as in error messages
+  c10d::OpType type;
+  c10::Device device;
+  std::chrono::milliseconds timeout;  // torch's per-call timeout, or the group's
+  std::vector<at::Tensor> outputs;   // the future's value
+  std::vector<at::Tensor> keep;      // inputs and staging buffers
+  std::vector<std::function<void()>> finish;
+};
+
+// A started operation. wait(timeout) waits through pg_work_wait with that
+// timeout (the group's when torch gives none) and raises a DistBackendError
+// when it runs out; the work stays valid and can be waited for again.
+class Work final : public c10d::Work {
+ public:
+  // A CPU work started with the library (pending) or an operation that is
+  // already complete (pending == nullptr: CUDA, or nothing to do).
+  Work(std::shared_ptr<Comm> comm, pg_work *pending, Operation op, int rank);
+  ~Work() override;
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
+  void synchronize() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+  // Tests once (completion thread); true once finished and its future set.
+  bool poll();
+
+ private:
+  void settle(pg_status st, const std::string &error);  // under comm_->mutex
+  void publish();                                        // sets the future once
+
+  std::shared_ptr<Comm> comm_;
+  pg_work *pending_ = nullptr;  // under comm_->mutex
+  Operation op_;
+  bool finished_ = false;       // under comm_->mutex
+  std::atomic<bool> published_{false};
+  std::exception_ptr error_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class ProcessGroup final : public c10d::Backend {
+ public:
+  ProcessGroup(int rank, int size, const std::vector<int64_t> &global_ranks, std::string backend,
+               std::chrono::milliseconds timeout);
+  ~ProcessGroup() override;
+
+  const std::string getBackendName() const override { return "pgstrategy"; }
+  // torch.distributed.destroy_process_group: the strategies go now.
+  void shutdown() override;
+  std::string describe(const std::string &device);
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
+                                           const c10d::BroadcastOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
+                                           const c10d::AllreduceOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                                                     const c10d::AllreduceCoalescedOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
+                                        const c10d::ReduceOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                                           std::vector<at::Tensor> &inputs,
+                                           const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
+                                                 const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
+                                                std::vector<std::vector<at::Tensor>> &inputs,
+                                                const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                                                      const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
+                                               std::vector<int64_t> &output_splits,
+                                               std::vector<int64_t> &input_splits,
+                                               const c10d::AllToAllOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
+                                          std::vector<at::Tensor> &inputs,
+                                          const c10d::AllToAllOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
+                                        std::vector<at::Tensor> &inputs,
+                                        const c10d::GatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
+                                         std::vector<std::vector<at::Tensor>> &inputs,
+                                         const c10d::ScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
+
+ private:
+  Operation operation(const char *name, c10d::OpType type, const at::Tensor &like,
+                      std::chrono::milliseconds timeout) const;
+  c10::intrusive_ptr<c10d::Work> launch(Operation op, const Call &call);
+
+  std::shared_ptr<Comm> comm_;
+  std::chrono::milliseconds timeout_;
+};
+
+// Interpreter exit (called from Python's atexit, before Python tears down):
+// stops the completion thread and destroys every group's strategies, in the
+// order the groups were made, the same on every rank.
+void shutdown_all();
+
+}  // namespace pgstrategy_torch

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The Python environment of the PyTorch backend's tests (tests/python): a venv
+# in .venv-torch (git-ignored) with torch, Lightning, mpi4py and
+# scikit-build-core, made from Debian's python3 (python3-venv, python3-dev for
+# the extension's headers). Run by scripts/run-tests.sh when PGS_TORCH=1;
+# VENV may name another folder. Prints the venv's python last.
+#
+# torch from PyPI is a CUDA build (about 3 GB of wheels with NVIDIA's
+# libraries; it does not import without them): the first install downloads
+# them, later ones come from pip's cache. mpi4py's binary wheel works with the
+# tests' MPICH through a soname link (tests/python/CMakeLists.txt).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+VENV=$(realpath -m "${VENV:-.venv-torch}")
+
+packages=(python3-venv python3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing: ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# torch imported (a CUDA build that lacks its NVIDIA libraries does not), the others present.
+if ! "$VENV/bin/python" -c "import torch, importlib.util as u
+assert all(u.find_spec(m) for m in ('lightning', 'mpi4py', 'scikit_build_core'))" 2>/dev/null; then
+  echo "== making the Python environment in $VENV (torch, lightning, mpi4py, scikit-build-core)" >&2
+  /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check torch lightning mpi4py scikit-build-core >&2
+fi
+echo "$VENV/bin/python"
