@@ -2,7 +2,7 @@
 # The Python environment of the PyTorch backend's tests (tests/python): a venv
 # in .venv-torch (git-ignored) with torch, Lightning, mpi4py and
 # scikit-build-core, made from Debian's python3 (python3-venv, python3-dev for
-# the extension's headers). Run by scripts/run-tests.sh when PGS_TORCH=1;
+# the extension's headers). Run by scripts/run-tests.sh unless PGS_TORCH=0;
 # VENV may name another folder. Prints the venv's python last.
 #
 # torch from PyPI is a CUDA build (about 3 GB of wheels with NVIDIA's
