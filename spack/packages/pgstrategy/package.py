@@ -53,6 +53,9 @@ class Pgstrategy(CMakePackage, CudaPackage):
             self.define_from_variant("PGS_ENABLE_FORTRAN", "fortran"),
             self.define_from_variant("PGS_ENABLE_GLOO", "gloo"),
             self.define_from_variant("PGS_ENABLE_TESTS", "tests"),
+            # The PyTorch backend is a pip package built against this install
+            # (pip install ./bindings/python with CMAKE_PREFIX_PATH set to it).
+            self.define("PGS_ENABLE_TORCH", False),
             # The spec's MPI, not the first mpicc on PATH (FindMPI asks the wrappers).
             self.define("MPI_C_COMPILER", mpi.mpicc),
             self.define("MPI_CXX_COMPILER", mpi.mpicxx),
