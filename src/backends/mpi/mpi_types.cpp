@@ -43,13 +43,6 @@ Fn user_fn(pg_dtype dtype, pg_op op) {
   }
 }
 
-bool needs_user_op(pg_dtype dtype, pg_op op) {
-  if (dtype == PG_FLOAT16 || dtype == PG_BFLOAT16) return true;
-  const bool extreme = op == PG_MIN || op == PG_MAX;
-  const bool is_unsigned = dtype == PG_UINT8 || dtype == PG_UINT32 || dtype == PG_UINT64;
-  return extreme && (is_floating(dtype) || is_unsigned);
-}
-
 // One MPI_Op per (dtype, op) pair that needs one, created on first use and
 // kept for the life of the process.
 pg_status user_op(pg_dtype dtype, pg_op op, MPI_Op *out) {
@@ -68,6 +61,14 @@ pg_status user_op(pg_dtype dtype, pg_op op, MPI_Op *out) {
 
 }  // namespace
 
+bool host_combine(pg_dtype dtype, pg_op op) {
+  if (dtype == PG_FLOAT16 || dtype == PG_BFLOAT16) return true;
+  const pg_op combine = combining_op(op);
+  const bool extreme = combine == PG_MIN || combine == PG_MAX;
+  const bool is_unsigned = dtype == PG_UINT8 || dtype == PG_UINT32 || dtype == PG_UINT64;
+  return extreme && (is_floating(dtype) || is_unsigned);
+}
+
 MPI_Datatype datatype(pg_dtype dtype) {
   switch (dtype) {
     case PG_INT8: return MPI_INT8_T;
@@ -85,8 +86,7 @@ MPI_Datatype datatype(pg_dtype dtype) {
 }
 
 pg_status operation(pg_dtype dtype, pg_op op, MPI_Op *out) {
-  const pg_op combine_op = combining_op(op);
-  if (needs_user_op(dtype, combine_op)) return user_op(dtype, combine_op, out);
+  if (host_combine(dtype, op)) return user_op(dtype, combining_op(op), out);
   switch (op) {
     case PG_SUM:
     case PG_AVG: *out = MPI_SUM; break;
