@@ -63,6 +63,10 @@ finish() {
   exit "$status"
 }
 
+# UCX's memory hooks (under the carried MPICH) stay out of CUDA's allocations;
+# NCCL's warnings go to the log, for the table's failures.
+export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
+
 # --- what the build uses ------------------------------------------------------
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPGS_ENABLE_CUDA=ON -DPGS_ENABLE_FORTRAN=OFF
             -DPGS_ENABLE_GLOO=OFF -DPGS_ENABLE_TESTS=ON)
