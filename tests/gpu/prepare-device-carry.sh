@@ -53,6 +53,10 @@ for wrapper in "$usr/bin/mpicc.mpich" "$usr/bin/mpicxx.mpich"; do
          -e 's|^libdir=/usr/lib/x86_64-linux-gnu$|libdir=$prefix/lib/x86_64-linux-gnu|' "$wrapper"
   grep -q '^prefix="$(cd' "$wrapper" || { echo "prepare-device-carry: could not relocate $wrapper" >&2; exit 1; }
 done
+# hwloc's generated config.h lies in the multiarch folder, which the compiler
+# searches by itself only under /usr/include.
+sed -i 's|^Cflags: -I${includedir}$|Cflags: -I${includedir} -I${includedir}/x86_64-linux-gnu|' "$lib/pkgconfig/hwloc.pc"
+grep -q 'x86_64-linux-gnu$' "$lib/pkgconfig/hwloc.pc" || { echo "prepare-device-carry: could not extend hwloc.pc" >&2; exit 1; }
 ln -sf mpicc.mpich "$usr/bin/mpicc"
 ln -sf mpicxx.mpich "$usr/bin/mpicxx"
 ln -sf mpiexec.hydra "$usr/bin/mpiexec"

@@ -18,6 +18,7 @@ src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$src/build-rehearsal}"
 [ "$(id -u)" = 0 ] || { echo "rehearse-device-checks: needs root (mount namespaces)" >&2; exit 1; }
 [ -d "$src/tests/gpu/.carry/root" ] || "$src/tests/gpu/prepare-device-carry.sh"
+rm -rf "$build"  # a fresh folder, as on the device machine
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT

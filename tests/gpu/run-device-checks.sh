@@ -127,7 +127,8 @@ say "ctest -L gpu: exit $tests_rc"
 gpu_ok=1
 grep -Eq 'test_nccl\.np1 .*Skipped' "$tests_log" && gpu_ok=0
 if [ "$gpu_ok" = 0 ]; then
-  say "the one-rank GPU test was skipped: no usable GPU ($(grep -m1 -i 'skipped:' "$tests_log" || true))"
+  why="$(cd "$build" && ctest -R '^test_nccl\.np1$' -V 2>&1 | grep -m1 -i 'skipped:' || true)"
+  say "the one-rank GPU test was skipped: no usable GPU (${why#*skipped: })"
   if grep -Eq '(Failed|Timeout|Not Run)' "$tests_log" || ! grep -q 'tests passed' "$tests_log"; then status=1; fi
   [ "$status" = 0 ] && { [ "$rehearsal" = 1 ] || status=2; }
 else
