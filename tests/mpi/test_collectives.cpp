@@ -4,28 +4,48 @@
 // and out of place, checked bit for bit against values computed here; MIN/MAX
 // over NaN and signed zeros; sums of inexact floats bit-identical on every rank.
 //
-//   test_collectives BACKEND [quick] [mem-alloc]
+//   test_collectives BACKEND [quick] [mem-alloc] [cuda | cuda:N] [nccl-own-hosts]
 // BACKEND "-" means the default. "quick" narrows dtypes and counts (for runs
 // with a tiny chunk or slice size); "mem-alloc" takes the send and receive
-// buffers from pg_mem_alloc.
+// buffers from pg_mem_alloc. "cuda" runs every check on device buffers: the
+// test fills and reads host copies, which go up before each call and come
+// back after it; without a usable GPU the test is skipped (exit 77).
+// "nccl-own-hosts" gives each rank an NCCL host of its own (NCCL_HOSTID), so
+// that ranks sharing one GPU (virtual nodes on a one-GPU machine) can still
+// form NCCL communicators, over NCCL's network transport.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"  // the capability table: which dtype x op pairs exist
 #include "core/half.h"
+#include "pg_backend.h"  // pg_reduce_local: the reference combines as the library does
 #include "pg_test.h"
+#include "pg_test_device.h"
 
 namespace {
 
 struct Options {
   const char *backend = nullptr;
+  const char *device = "cpu";
   bool quick = false;
   bool mem_alloc = false;
+  bool own_hosts = false;
+  bool cuda() const { return std::strncmp(device, "cuda", 4) == 0; }
 };
+
+// What the strategy's device serves: the capability table, less the bitwise
+// reductions on CUDA, which NCCL does not have (docs/nccl.md).
+bool serves(const Options &options, pg_dtype dtype, pg_op op) {
+  const bool bitwise = op == PG_BAND || op == PG_BOR || op == PG_BXOR;
+  return pg::op_supported(dtype, op) && !(options.cuda() && bitwise);
+}
 
 // What one check is about, for its failure message.
 struct Case {
@@ -102,6 +122,8 @@ class Suite {
   ~Suite() {
     for (void *a : arenas_) pg_mem_free(s_, a);
   }
+  Suite(const Suite &) = delete;
+  Suite &operator=(const Suite &) = delete;
 
   bool init(std::size_t max_bytes) {
     if (!options_.mem_alloc) return true;
@@ -127,7 +149,7 @@ class Suite {
         continue;
       for (int o = 0; o < pg::kOpCount; ++o) {
         const pg_op op = pg_op(o);
-        if (!pg::op_supported(dtype, op)) {
+        if (!serves(options_, dtype, op)) {
           // The capability table's refusals: a status and a message, nothing run.
           char x[8] = {0}, y[8];
           PG_TEST_STATUS(pg_allreduce(s_, x, y, 1, dtype, op), PG_ERR_UNSUPPORTED);
@@ -140,6 +162,7 @@ class Suite {
       for (std::size_t n : counts)
         for (bool in_place : {false, true}) movement(dtype, n, in_place);
     }
+    random_reductions(options_.quick ? 50 : 1001);
     symmetry();
     unsigned_extremes();
     identical(options_.quick ? 40 : 3001);
@@ -148,31 +171,96 @@ class Suite {
   }
 
  private:
+  // On CUDA, the device copy of a host buffer, which the library gets
+  // instead (on()). Every live copy goes up before a call and comes back
+  // after it (call()).
+  struct Mirror {
+    Suite *suite;
+    char *host;
+    std::size_t bytes;
+    char *device;  // nullptr once a later buffer took over its arena
+    bool owned;    // device memory of its own, not a pg_mem_alloc arena
+    Mirror(const Mirror &) = delete;
+    Mirror &operator=(const Mirror &) = delete;
+    ~Mirror() {
+      auto &live = suite->mirrors_;
+      live.erase(std::remove(live.begin(), live.end(), this), live.end());
+      if (owned) pg_test_device_free(device);
+    }
+  };
+
   // A buffer for one call: the send or receive arena with mem-alloc, else the
-  // heap. Filled with a marker so that unwritten bytes show.
+  // heap. Filled with a marker so that unwritten bytes show. On CUDA `data`
+  // is the host copy and `mirror` the device buffer.
   struct Buffer {
     std::vector<char> heap;
     char *data = nullptr;
+    std::shared_ptr<Mirror> mirror;
   };
 
   Buffer make(std::size_t bytes, int arena) {
     Buffer b;
-    if (options_.mem_alloc && arena >= 0 && bytes + 1 <= arena_bytes_) {
-      b.data = static_cast<char *>(arenas_[static_cast<std::size_t>(arena)]);
+    char *arena_at = nullptr;
+    if (options_.mem_alloc && arena >= 0 && bytes + 1 <= arena_bytes_)
+      arena_at = static_cast<char *>(arenas_[static_cast<std::size_t>(arena)]);
+    if (arena_at && !options_.cuda()) {
+      b.data = arena_at;
     } else {
       b.heap.assign(bytes + 1, 0);  // +1: never empty
       b.data = b.heap.data();
     }
     std::memset(b.data, 0x5a, bytes + 1);
+    if (options_.cuda()) b.mirror = mirror(b.data, bytes + 1, arena_at);
     return b;
   }
   Buffer sendbuf(std::size_t bytes) { return make(bytes, 0); }
   Buffer recvbuf(std::size_t bytes) { return make(bytes, 1); }
+  // A buffer the library gets that is not an arena (on the heap, or on the device).
+  Buffer buffer(std::size_t bytes) { return make(bytes, -1); }
+  // Expected values: only the test reads them.
   static Buffer local(std::size_t bytes) {
     Buffer b;
     b.heap.assign(bytes + 1, 0x5a);
     b.data = b.heap.data();
     return b;
+  }
+
+  // A device copy of [host, host + bytes): in `arena` (a pg_mem_alloc buffer,
+  // which the older buffers on it give up), else newly allocated.
+  std::shared_ptr<Mirror> mirror(char *host, std::size_t bytes, char *arena) {
+    if (arena) {
+      for (Mirror *m : mirrors_)
+        if (m->device == arena) m->device = nullptr;
+      mirrors_.erase(std::remove_if(mirrors_.begin(), mirrors_.end(), [](Mirror *m) { return !m->device; }),
+                     mirrors_.end());
+    }
+    char *device = arena ? arena : static_cast<char *>(pg_test_device_alloc(bytes));
+    auto m = std::shared_ptr<Mirror>(new Mirror{this, host, bytes, device, arena == nullptr});
+    if (device) mirrors_.push_back(m.get());
+    return m;
+  }
+
+  // What the library gets for the host address p: itself on CPU, its place in
+  // the device copy on CUDA.
+  template <typename T>
+  T *on(T *p) const {
+    if (!options_.cuda() || !p) return p;
+    const char *c = reinterpret_cast<const char *>(p);
+    for (const Mirror *m : mirrors_)
+      if (c >= m->host && c <= m->host + m->bytes)
+        return reinterpret_cast<T *>(m->device + (c - m->host));
+    PG_TEST_TRUE(false, "the test handed the library a buffer without a device copy");
+    return p;
+  }
+
+  // Runs one library call; on CUDA, with every live buffer copied up before and back after.
+  template <typename Call>
+  pg_status call(Call library_call) {
+    if (!options_.cuda()) return library_call();
+    for (const Mirror *m : mirrors_) pg_test_device_copy(m->device, m->host, m->bytes);
+    const pg_status st = library_call();
+    for (const Mirror *m : mirrors_) pg_test_device_copy(m->host, m->device, m->bytes);
+    return st;
   }
 
   // Small values, so sums, products and bitwise results are exact in every dtype.
@@ -218,14 +306,16 @@ class Suite {
     Buffer send = sendbuf(bytes), recv = recvbuf(bytes);
     for (std::size_t i = 0; i < n; ++i) store(send.data, i, dtype, input(op, R_, i));
     char *out = in_place ? send.data : recv.data;
-    expect_ok(pg_allreduce(s_, send.data, out, n, dtype, op), {"allreduce", dtype, op, n, in_place});
+    expect_ok(call([&] { return pg_allreduce(s_, on(send.data), on(out), n, dtype, op); }),
+              {"allreduce", dtype, op, n, in_place});
     expect_bytes(out, want.data, bytes, {"allreduce", dtype, op, n, in_place});
 
     send = sendbuf(bytes);
     recv = recvbuf(bytes);
     for (std::size_t i = 0; i < n; ++i) store(send.data, i, dtype, input(op, R_, i));
     out = in_place && R_ == root ? send.data : recv.data;
-    expect_ok(pg_reduce(s_, send.data, out, n, dtype, op, root), {"reduce", dtype, op, n, in_place});
+    expect_ok(call([&] { return pg_reduce(s_, on(send.data), on(out), n, dtype, op, root); }),
+              {"reduce", dtype, op, n, in_place});
     if (R_ == root) expect_bytes(out, want.data, bytes, {"reduce", dtype, op, n, in_place});
 
     // reduce_scatter: block b of the reduction lands on rank b.
@@ -234,7 +324,8 @@ class Suite {
     for (std::size_t i = 0; i < n * P_; ++i) store(all.data, i, dtype, input(op, R_, i));
     for (std::size_t i = 0; i < n; ++i) store(block.data, i, dtype, combined(op, R_ * n + i), avg);
     out = in_place ? all.data + R_ * bytes : recv.data;
-    expect_ok(pg_reduce_scatter(s_, all.data, out, n, dtype, op), {"reduce_scatter", dtype, op, n, in_place});
+    expect_ok(call([&] { return pg_reduce_scatter(s_, on(all.data), on(out), n, dtype, op); }),
+              {"reduce_scatter", dtype, op, n, in_place});
     expect_bytes(out, block.data, bytes, {"reduce_scatter", dtype, op, n, in_place});
   }
 
@@ -250,11 +341,11 @@ class Suite {
       store(buf.data, i, dtype, R_ == root ? code(root, i) : 0);
       store(want.data, i, dtype, code(root, i));
     }
-    expect_ok(pg_broadcast(s_, buf.data, n, dtype, root), c("broadcast"));
+    expect_ok(call([&] { return pg_broadcast(s_, on(buf.data), n, dtype, root); }), c("broadcast"));
     expect_bytes(buf.data, want.data, bytes, c("broadcast"));
 
     // allgather
-    Buffer mine = local(bytes), all_want = local(bytes * P_);
+    Buffer mine = buffer(bytes), all_want = local(bytes * P_);
     for (std::size_t i = 0; i < n; ++i) store(mine.data, i, dtype, code(R_, i));
     for (int q = 0; q < P_; ++q)
       for (std::size_t i = 0; i < n; ++i) store(all_want.data, q * n + i, dtype, code(q, i));
@@ -262,7 +353,7 @@ class Suite {
     std::memcpy(send.data, mine.data, bytes);
     char *from = in_place ? all.data + R_ * bytes : send.data;
     if (in_place) std::memcpy(from, mine.data, bytes);
-    expect_ok(pg_allgather(s_, from, all.data, n, dtype), c("allgather"));
+    expect_ok(call([&] { return pg_allgather(s_, on(from), on(all.data), n, dtype); }), c("allgather"));
     expect_bytes(all.data, all_want.data, bytes * P_, c("allgather"));
 
     // gather to the last rank
@@ -271,14 +362,15 @@ class Suite {
     std::memcpy(send.data, mine.data, bytes);
     from = in_place && R_ == root ? all.data + R_ * bytes : send.data;
     if (from != send.data) std::memcpy(from, mine.data, bytes);
-    expect_ok(pg_gather(s_, from, all.data, n, dtype, root), c("gather"));
+    expect_ok(call([&] { return pg_gather(s_, on(from), on(all.data), n, dtype, root); }), c("gather"));
     if (R_ == root) expect_bytes(all.data, all_want.data, bytes * P_, c("gather"));
 
     // scatter from the last rank: block q goes to rank q
     Buffer blocks = sendbuf(bytes * P_), part = recvbuf(bytes);
     std::memcpy(blocks.data, all_want.data, bytes * P_);
     char *to = in_place && R_ == root ? blocks.data + R_ * bytes : part.data;
-    expect_ok(pg_scatter(s_, R_ == root ? blocks.data : nullptr, to, n, dtype, root), c("scatter"));
+    expect_ok(call([&] { return pg_scatter(s_, R_ == root ? on(blocks.data) : nullptr, on(to), n, dtype, root); }),
+              c("scatter"));
     expect_bytes(to, mine.data, bytes, c("scatter"));
 
     // alltoall: block q of rank r goes to block r of rank q
@@ -289,32 +381,87 @@ class Suite {
         store(a_want.data, q * n + i, dtype, code(q * P_ + R_, i));
       }
     char *a_out = in_place ? a_send.data : a_recv.data;
-    expect_ok(pg_alltoall(s_, a_send.data, a_out, n, dtype), c("alltoall"));
+    expect_ok(call([&] { return pg_alltoall(s_, on(a_send.data), on(a_out), n, dtype); }), c("alltoall"));
     expect_bytes(a_out, a_want.data, bytes * P_, c("alltoall"));
 
     // sendrecv around the ring, and send/recv between pairs
     const int next = (R_ + 1) % P_, prev = (R_ + P_ - 1) % P_;
-    Buffer got = local(bytes), ring_want = local(bytes);
+    Buffer got = buffer(bytes), ring_want = local(bytes);
     for (std::size_t i = 0; i < n; ++i) store(ring_want.data, i, dtype, code(prev, i));
-    expect_ok(pg_sendrecv(s_, mine.data, n, next, got.data, n, prev, dtype, 7), c("sendrecv"));
+    expect_ok(call([&] { return pg_sendrecv(s_, on(mine.data), n, next, on(got.data), n, prev, dtype, 7); }),
+              c("sendrecv"));
     expect_bytes(got.data, ring_want.data, bytes, c("sendrecv"));
     if (P_ > 1 && !(P_ % 2 == 1 && R_ == P_ - 1)) {
       const int peer = R_ % 2 == 0 ? R_ + 1 : R_ - 1;
       Buffer pair_want = local(bytes);
       for (std::size_t i = 0; i < n; ++i) store(pair_want.data, i, dtype, code(peer, i));
       if (R_ % 2 == 0) {
-        expect_ok(pg_send(s_, mine.data, n, dtype, peer, 3), c("send"));
-        expect_ok(pg_recv(s_, got.data, n, dtype, peer, 4), c("recv"));
+        expect_ok(call([&] { return pg_send(s_, on(mine.data), n, dtype, peer, 3); }), c("send"));
+        expect_ok(call([&] { return pg_recv(s_, on(got.data), n, dtype, peer, 4); }), c("recv"));
       } else {
-        expect_ok(pg_recv(s_, got.data, n, dtype, peer, 3), c("recv"));
-        expect_ok(pg_send(s_, mine.data, n, dtype, peer, 4), c("send"));
+        expect_ok(call([&] { return pg_recv(s_, on(got.data), n, dtype, peer, 3); }), c("recv"));
+        expect_ok(call([&] { return pg_send(s_, on(mine.data), n, dtype, peer, 4); }), c("send"));
       }
       expect_bytes(got.data, pair_want.data, bytes, c("send/recv"));
     }
   }
 
+  // Rank q's random input to a reduction: every bit pattern for integers;
+  // for floating types multiples of 1/64 in [-1, 1] (PG_PROD: +-1/2, 1, 2),
+  // whose sums and products are exact in every type at these rank counts, so
+  // the result does not depend on the order a backend combines in.
+  static void random_input(char *buf, std::size_t n, pg_dtype dtype, pg_op op, int q) {
+    std::mt19937_64 random(977 * (q + 1) + 31 * dtype + op);
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint64_t bits = random();
+      if (!pg::is_floating(dtype)) {
+        std::memcpy(buf + i * pg_dtype_size(dtype), &bits, pg_dtype_size(dtype));
+      } else if (op == PG_PROD) {
+        const double magnitude[] = {0.5, 1.0, 2.0};
+        store_real(buf, i, dtype, (bits & 1 ? -1 : 1) * magnitude[(bits >> 1) % 3]);
+      } else {
+        store_real(buf, i, dtype, static_cast<double>(static_cast<int>(bits % 129) - 64) / 64);
+      }
+    }
+  }
+
+  // Random inputs against a reference computed here: every rank's input
+  // (regenerated from its seed), combined in rank order with the library's
+  // own kernel (pg_reduce_local, then pg_reduce_finish).
+  void random_reductions(std::size_t n) {
+    for (int d = 0; d < pg::kDtypeCount; ++d)
+      for (int o = 0; o < pg::kOpCount; ++o) {
+        const pg_dtype dtype = pg_dtype(d);
+        const pg_op op = pg_op(o);
+        if (!serves(options_, dtype, op)) continue;
+        pg_test_step("random %s %s n=%zu", pg_dtype_name(dtype), pg_op_name(op), n);
+        const std::size_t bytes = n * pg_dtype_size(dtype), all = bytes * P_;
+        Buffer want = local(all), theirs = local(all);
+        random_input(want.data, n * P_, dtype, op, 0);
+        for (int q = 1; q < P_; ++q) {
+          random_input(theirs.data, n * P_, dtype, op, q);
+          pg_reduce_local(dtype, op, want.data, theirs.data, n * P_);
+        }
+        pg_reduce_finish(dtype, op, want.data, n * P_, P_);
+
+        Buffer send = sendbuf(all), recv = recvbuf(all);
+        random_input(send.data, n * P_, dtype, op, R_);
+        expect_ok(call([&] { return pg_allreduce(s_, on(send.data), on(recv.data), n, dtype, op); }),
+                  {"random allreduce", dtype, op, n, false});
+        expect_bytes(recv.data, want.data, bytes, {"random allreduce", dtype, op, n, false});
+        const int root = P_ / 2;
+        expect_ok(call([&] { return pg_reduce(s_, on(send.data), on(recv.data), n, dtype, op, root); }),
+                  {"random reduce", dtype, op, n, false});
+        if (R_ == root) expect_bytes(recv.data, want.data, bytes, {"random reduce", dtype, op, n, false});
+        expect_ok(call([&] { return pg_reduce_scatter(s_, on(send.data), on(recv.data), n, dtype, op); }),
+                  {"random reduce_scatter", dtype, op, n, false});
+        expect_bytes(recv.data, want.data + R_ * bytes, bytes, {"random reduce_scatter", dtype, op, n, false});
+      }
+  }
+
   // MIN/MAX over NaN and signed zeros: every rank gets the same bits (ranks
-  // combine in different orders), -0 < +0, and NaN wins.
+  // combine in different orders), -0 < +0, and NaN wins. On CUDA NCCL
+  // compares (docs/nccl.md): the same bits on every rank only.
   void symmetry() {
     pg_test_step("min/max symmetry");
     for (pg_dtype dtype : {PG_FLOAT16, PG_BFLOAT16, PG_FLOAT32, PG_FLOAT64}) {
@@ -324,9 +471,10 @@ class Suite {
         Buffer v = sendbuf(2 * es), out = recvbuf(2 * es);
         store_real(v.data, 0, dtype, R_ % 2 ? -0.0 : 0.0);
         store_real(v.data, 1, dtype, R_ == P_ - 1 && P_ > 1 ? NAN : 1.0);
-        PG_TEST_STATUS(pg_allreduce(s_, v.data, out.data, 2, dtype, op), PG_OK);
+        PG_TEST_STATUS(call([&] { return pg_allreduce(s_, on(v.data), on(out.data), 2, dtype, op); }), PG_OK);
         same_on_every_rank(out.data, 2 * es, pg_dtype_name(dtype), pg_op_name(op));
         // The sign bit of element 0 is the top bit of its last byte (little endian).
+        if (options_.cuda()) continue;
         const bool negative = (out.data[es - 1] & 0x80) != 0;
         if (P_ > 1) PG_TEST_TRUE(negative == (op == PG_MIN), "%s %s of +0 and -0", pg_dtype_name(dtype), pg_op_name(op));
         const double second = load_real(out.data, 1, dtype);
@@ -349,7 +497,8 @@ class Suite {
         store(v.data, 1, dtype, R_ == 0 ? top : 14 + R_);
         store(want.data, 0, dtype, op == PG_MIN ? 14 : 14 + P_ - 1);
         store(want.data, 1, dtype, op == PG_MIN ? (P_ > 1 ? 15 : top) : top);
-        expect_ok(pg_allreduce(s_, v.data, out.data, 2, dtype, op), {"allreduce", dtype, op, 2, false});
+        expect_ok(call([&] { return pg_allreduce(s_, on(v.data), on(out.data), 2, dtype, op); }),
+                  {"allreduce", dtype, op, 2, false});
         expect_bytes(out.data, want.data, 2 * es, {"allreduce (top bit set)", dtype, op, 2, false});
       }
     }
@@ -366,7 +515,7 @@ class Suite {
         std::uniform_real_distribution<double> value(op == PG_PROD ? 0.9 : -1.0, op == PG_PROD ? 1.1 : 1.0);
         Buffer send = sendbuf(n * es), recv = recvbuf(n * es);
         for (std::size_t i = 0; i < n; ++i) store_real(send.data, i, dtype, value(random));
-        PG_TEST_STATUS(pg_allreduce(s_, send.data, recv.data, n, dtype, op), PG_OK);
+        PG_TEST_STATUS(call([&] { return pg_allreduce(s_, on(send.data), on(recv.data), n, dtype, op); }), PG_OK);
         same_on_every_rank(recv.data, n * es, pg_dtype_name(dtype), pg_op_name(op));
       }
   }
@@ -384,6 +533,7 @@ class Suite {
   const Options options_;
   const int P_, R_;
   std::vector<void *> arenas_;
+  std::vector<Mirror *> mirrors_;  // the live device copies (CUDA)
   std::size_t arena_bytes_ = 0;
 };
 
@@ -396,12 +546,36 @@ int main(int argc, char **argv) {
   for (int i = 2; i < argc; ++i) {
     options.quick = options.quick || std::strcmp(argv[i], "quick") == 0;
     options.mem_alloc = options.mem_alloc || std::strcmp(argv[i], "mem-alloc") == 0;
+    options.own_hosts = options.own_hosts || std::strcmp(argv[i], "nccl-own-hosts") == 0;
+    if (std::strncmp(argv[i], "cuda", 4) == 0) options.device = argv[i];
   }
+  // NCCL reads NCCL_HOSTID when a communicator is made: set before the
+  // strategy, from this rank's number (so MPI is initialized here first).
+  if (options.own_hosts) {
+    int provided = 0, rank = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    setenv("NCCL_HOSTID", ("pgstrategy-test-rank-" + std::to_string(rank)).c_str(), 1);
+  }
+  auto finish = [&](int code) {
+    if (options.own_hosts) MPI_Finalize();
+    return code;
+  };
   pg_strategy *s = nullptr;
-  pg_status st = pg_strategy_create("cpu", options.backend, &s);
+  pg_status st = pg_strategy_create(options.device, options.backend, &s);
+  if (st == PG_ERR_UNAVAILABLE && options.cuda()) {  // the same status on every rank
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) std::printf("test_collectives on %s: skipped: %s\n", options.device, pg_last_error());
+    return finish(PG_TEST_SKIP);
+  }
   if (st != PG_OK) {
     std::fprintf(stderr, "pg_strategy_create: %s: %s\n", pg_status_name(st), pg_last_error());
-    return 1;
+    return finish(1);
+  }
+  if (options.cuda() && pg_strategy_rank(s) == 0) {
+    char text[1024];
+    if (pg_strategy_describe(s, text, sizeof text) == PG_OK) std::printf("%s\n", text);
   }
   {
     Suite suite(s, options);
@@ -409,5 +583,5 @@ int main(int argc, char **argv) {
     if (suite.init(static_cast<std::size_t>(pg_strategy_size(s)) * 3001 * 8 + 64)) suite.run();
   }
   PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
-  return pg_test_verdict(MPI_COMM_WORLD, "test_collectives");
+  return finish(pg_test_verdict(MPI_COMM_WORLD, "test_collectives"));
 }

@@ -2,8 +2,10 @@
 // the variable and the value.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
+#include "backends/fairring/settings.h"
 #include "core/params.h"
 #include "core/status.h"
 
@@ -95,4 +97,30 @@ TEST(Params, ReadFromEnvironment) {
   unsetenv("PGS_DEBUG");
   unsetenv("PGS_BIND");
   unsetenv("PGS_TIMEOUT");
+}
+
+// fairring's sizes default by device, and a value set (0 included) is kept.
+TEST(Params, FairringDefaultsByDevice) {
+  using pg::fairring::Settings;
+  std::shared_ptr<const pg::BackendSettings> read_back;
+  unsetenv("PGS_FAIRRING_SLICE_BYTES");
+  unsetenv("PGS_FAIRRING_MIN_BYTES");
+  ASSERT_EQ(Settings::read(&read_back), PG_OK);
+  const auto &unset = static_cast<const Settings &>(*read_back);
+  EXPECT_EQ(unset.for_device(false).slice_bytes, std::size_t(256) << 10);
+  EXPECT_EQ(unset.for_device(false).min_bytes, std::size_t(32) << 10);
+  EXPECT_EQ(unset.for_device(true).slice_bytes, std::size_t(4) << 20);
+  EXPECT_EQ(unset.for_device(true).min_bytes, std::size_t(8) << 20);
+  EXPECT_EQ(unset.schedule(), "PGS_FAIRRING_SLICE_BYTES=default PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=default");
+  setenv("PGS_FAIRRING_SLICE_BYTES", "1K", 1);
+  setenv("PGS_FAIRRING_MIN_BYTES", "0", 1);
+  ASSERT_EQ(Settings::read(&read_back), PG_OK);
+  const auto &set = static_cast<const Settings &>(*read_back);
+  for (bool cuda : {false, true}) {
+    EXPECT_EQ(set.for_device(cuda).slice_bytes, 1024u);
+    EXPECT_EQ(set.for_device(cuda).min_bytes, 0u);
+  }
+  EXPECT_EQ(set.schedule(), "PGS_FAIRRING_SLICE_BYTES=1024 PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=0");
+  unsetenv("PGS_FAIRRING_SLICE_BYTES");
+  unsetenv("PGS_FAIRRING_MIN_BYTES");
 }

@@ -41,6 +41,7 @@ struct SetupInfo {
   int nranks;
   size_t max_bytes;  // largest buffer any call will use
   bool mem_alloc;    // --mem-alloc
+  bool cuda;         // --device cuda
 };
 
 // setup() throws Unavailable when the backend cannot run here (it is skipped
@@ -124,17 +125,20 @@ class MpiBarrierBackend : public Backend {
 // The baselines; each lives in its own file, with a stand-in (make_not_built)
 // when its library is absent from the build.
 std::unique_ptr<Backend> make_mpi_raw();
-std::unique_ptr<Backend> make_memcpy();
+// The copy ceilings (baseline_memcpy.cpp): host memory, or device memory with cuda.
+std::unique_ptr<Backend> make_memcpy(bool cuda);
+std::unique_ptr<Backend> make_memcpy_pinned(bool cuda);
 // A baseline whose library is not in this build: it reports itself unavailable.
 std::unique_ptr<Backend> make_not_built(const std::string &name, const std::string &library);
 std::unique_ptr<Backend> make_gloo_raw();
 std::unique_ptr<Backend> make_nccl_raw();
 bool gloo_raw_built();
-// A pgstrategy backend, created with pg_strategy_create("cpu", name, ...).
+// A pgstrategy backend, created with pg_strategy_create(device, name, ...).
 std::unique_ptr<Backend> make_pg_backend(const std::string &name);
 
-// The -B default: the CPU default backend, mpi-raw, and gloo-raw when built.
-std::vector<std::string> default_backends();
+// The -B default: the device's default backend and the library under it (cpu:
+// mpi, mpi-raw, and gloo-raw when built; cuda: nccl, nccl-raw).
+std::vector<std::string> default_backends(bool cuda);
 
 // Creates and sets up the backends named in `names`, in that order, agreeing
 // across ranks: one skipped anywhere is skipped everywhere, with its reason in

@@ -1,8 +1,13 @@
 // A pgstrategy backend — registered or loaded as a plugin — through the public
-// C API, exactly as an application calls it.
+// C API, exactly as an application calls it. With --device cuda its buffers
+// are device memory from pg_mem_alloc and its calls go to a stream of
+// pg-bench's own (pg_strategy_set_stream); each call is timed to the end of
+// that stream (synchronize), as nccl-raw's calls are.
 #include <cstring>
+#include <memory>
 
 #include "backend.h"
+#include "device.h"
 
 namespace pgbench {
 namespace {
@@ -14,15 +19,24 @@ class PgBackend : public Backend {
   std::string description() const override { return description_; }
 
   void setup(const SetupInfo &info) override {
-    mem_alloc_ = info.mem_alloc;
-    const pg_status st = pg_strategy_create("cpu", name().c_str(), &strategy_);
+    cuda_ = info.cuda;
+    mem_alloc_ = info.mem_alloc || cuda_;
+    const char *device = cuda_ ? "cuda" : "cpu";
+    const pg_status st = pg_strategy_create(device, name().c_str(), &strategy_);
     if (st != PG_OK) {
       const std::string msg = std::string(pg_status_name(st)) + ": " + pg_last_error();
       strategy_ = nullptr;
-      // A backend that exists but cannot serve the CPU here is skipped; a
+      // A backend that exists but cannot serve the device here is skipped; a
       // name the library does not know (a typo) or a broken plugin stops the run.
       if (st == PG_ERR_UNSUPPORTED || st == PG_ERR_UNAVAILABLE) throw Unavailable(msg);
       throw Error(msg);
+    }
+    if (cuda_) {
+      // Creation left the strategy's GPU current: the stream is made there.
+      stream_ = std::make_unique<device::Stream>();
+      const pg_status set = pg_strategy_set_stream(strategy_, stream_->get());
+      if (set != PG_OK)
+        throw Error(std::string("pg_strategy_set_stream: ") + pg_status_name(set) + ": " + pg_last_error());
     }
     char text[1024] = {0};
     pg_strategy_describe(strategy_, text, sizeof text);
@@ -30,8 +44,9 @@ class PgBackend : public Backend {
     std::string first(text);
     const auto nl = first.find('\n');
     if (nl != std::string::npos) first.resize(nl);
-    description_ = "pgstrategy backend '" + std::string(pg_strategy_backend(strategy_)) +
-                   "' (device cpu" + (mem_alloc_ ? ", buffers from pg_mem_alloc" : "") +
+    description_ = "pgstrategy backend '" + std::string(pg_strategy_backend(strategy_)) + "' (device " + device +
+                   (cuda_ ? ", device buffers from pg_mem_alloc, calls on a stream of pg-bench's"
+                          : mem_alloc_ ? ", buffers from pg_mem_alloc" : "") +
                    "): " + first;
   }
 
@@ -48,6 +63,16 @@ class PgBackend : public Backend {
 
   void release(void *ptr) override {
     if (ptr) pg_mem_free(strategy_, ptr);
+  }
+
+  bool host_accessible() const override { return !cuda_; }
+  void copy_in(void *dst, const void *host, size_t bytes) override {
+    if (cuda_) device::copy(dst, host, bytes);
+    else std::memcpy(dst, host, bytes);
+  }
+  void copy_out(void *host, const void *src, size_t bytes) override {
+    if (cuda_) device::copy(host, src, bytes);
+    else std::memcpy(host, src, bytes);
   }
 
   std::string run(const Call &c) override {
@@ -74,20 +99,28 @@ class PgBackend : public Backend {
            ": " + pg_last_error();
   }
 
+  void synchronize() override {
+    if (stream_) stream_->synchronize();
+  }
+
   std::string barrier() override {
     const pg_status st = pg_barrier(strategy_);
     if (st == PG_OK) return "";
     return std::string("pg_barrier returned ") + pg_status_name(st) + ": " + pg_last_error();
   }
 
+  // The strategy goes first: it enqueues on the stream.
   void teardown() override {
     pg_strategy_destroy(strategy_);
     strategy_ = nullptr;
+    stream_.reset();
   }
 
  private:
   pg_strategy *strategy_ = nullptr;
+  bool cuda_ = false;
   bool mem_alloc_ = false;
+  std::unique_ptr<device::Stream> stream_;
   std::string description_;
 };
 

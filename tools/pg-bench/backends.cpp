@@ -9,12 +9,14 @@ namespace pgbench {
 namespace {
 
 bool is_baseline(const std::string &name) {
-  return name == "mpi-raw" || name == "memcpy" || name == "gloo-raw" || name == "nccl-raw";
+  return name == "mpi-raw" || name == "memcpy" || name == "memcpy-pinned" || name == "gloo-raw" ||
+         name == "nccl-raw";
 }
 
-std::unique_ptr<Backend> make_backend(const std::string &name) {
+std::unique_ptr<Backend> make_backend(const std::string &name, bool cuda) {
   if (name == "mpi-raw") return make_mpi_raw();
-  if (name == "memcpy") return make_memcpy();
+  if (name == "memcpy") return make_memcpy(cuda);
+  if (name == "memcpy-pinned") return make_memcpy_pinned(cuda);
   if (name == "gloo-raw") return make_gloo_raw();
   if (name == "nccl-raw") return make_nccl_raw();
   return make_pg_backend(name);
@@ -47,7 +49,11 @@ std::string agree_on_failure(MPI_Comm comm, const std::string &local) {
   return pg_last_error();
 }
 
-std::vector<std::string> default_backends() {
+std::vector<std::string> default_backends(bool cuda) {
+  if (cuda) {
+    const char *cuda_default = pg_default_backend("cuda");
+    return {cuda_default ? cuda_default : "nccl", "nccl-raw"};
+  }
   const char *cpu_default = pg_default_backend("cpu");
   std::vector<std::string> names = {cpu_default ? cpu_default : "mpi", "mpi-raw"};
   if (gloo_raw_built()) names.push_back("gloo-raw");
@@ -59,7 +65,7 @@ std::vector<std::unique_ptr<Backend>> open_backends(const std::vector<std::strin
                                                     std::vector<std::string> *skipped) {
   std::vector<std::unique_ptr<Backend>> open;
   for (const auto &name : names) {
-    std::unique_ptr<Backend> b = make_backend(name);
+    std::unique_ptr<Backend> b = make_backend(name, info.cuda);
     // Local availability first, so no rank enters a collective setup that a
     // peer will not join.
     std::string unavailable = agree_on_failure(info.world, b->probe());
@@ -82,7 +88,8 @@ std::vector<std::unique_ptr<Backend>> open_backends(const std::vector<std::strin
     unavailable = agree_on_failure(info.world, unavailable);
     if (!unavailable.empty()) {
       skipped->push_back(name + ": " + unavailable +
-                         (is_baseline(name) ? "" : " (pgstrategy backend, device cpu)"));
+                         (is_baseline(name) ? "" : info.cuda ? " (pgstrategy backend, device cuda)"
+                                                             : " (pgstrategy backend, device cpu)"));
       continue;
     }
     open.push_back(std::move(b));

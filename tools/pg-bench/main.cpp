@@ -53,8 +53,8 @@ int run(const Options &opts, MPI_Comm comm) {
 
   size_t max_bytes = 0;
   plan_layouts(opts, nranks, &max_bytes);
-  const SetupInfo info{comm, rank, nranks, max_bytes, opts.mem_alloc};
-  const std::vector<std::string> names = opts.backends.empty() ? default_backends() : opts.backends;
+  const SetupInfo info{comm, rank, nranks, max_bytes, opts.mem_alloc, opts.device == "cuda"};
+  const std::vector<std::string> names = opts.backends.empty() ? default_backends(info.cuda) : opts.backends;
   std::vector<std::string> skipped;
   std::vector<std::unique_ptr<Backend>> backends;
   try {

@@ -130,13 +130,23 @@ std::string usage_text() {
     << ", or all\n"
        "                          (default allreduce)\n"
        "  -B, --backends LIST     comma list of backends: any pgstrategy backend or plugin\n"
-       "                          by name (created for device cpu), and the baselines\n"
+       "                          by name (created for --device), and the baselines\n"
        "                          mpi-raw (MPI on a duplicate of MPI_COMM_WORLD), gloo-raw\n"
-       "                          (Gloo over TCP), nccl-raw (NCCL on the local GPU) and\n"
+       "                          (Gloo over TCP), nccl-raw (NCCL on the local GPU),\n"
        "                          memcpy (every rank copies the allreduce row's bytes:\n"
-       "                          the memory-copy ceiling; its rows are not checked).\n"
-       "                          Default: the CPU default backend, mpi-raw, and gloo-raw\n"
-       "                          when built with Gloo. Unavailable ones are skipped.\n"
+       "                          the memory-copy ceiling; device to device with --device\n"
+       "                          cuda) and memcpy-pinned (--device cuda: every rank copies\n"
+       "                          the row's bytes device to pinned host memory and back at\n"
+       "                          once, on two streams: the ceiling of a pipeline staged\n"
+       "                          through the host). Copy rows are not checked.\n"
+       "                          Default: the device's default backend and its raw library\n"
+       "                          (cpu: mpi, mpi-raw, and gloo-raw when built with Gloo;\n"
+       "                          cuda: nccl, nccl-raw). Unavailable ones are skipped.\n"
+       "      --device DEV        cpu (default) or cuda: pgstrategy backends are created\n"
+       "                          for DEV; on cuda their buffers are device memory from\n"
+       "                          pg_mem_alloc and their calls are enqueued on a stream of\n"
+       "                          pg-bench's (pg_strategy_set_stream), each timed to the end\n"
+       "                          of that stream, as nccl-raw's\n"
        "  -r, --repetitions R     repeat the whole interleaved sweep R times and report\n"
        "                          medians over repetitions (default 1; use >= 5 for ratios)\n"
        "      --csv FILE          also write one CSV row per repetition, backend,\n"
@@ -150,14 +160,14 @@ std::string usage_text() {
        "pg_barrier, gloo::barrier); its time is the slowest rank's; a row reports\n"
        "the median. algbw = size / time; busbw = algbw * factor\n"
        "(allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1;\n"
-       "memcpy 1: bytes copied / time).\n"
+       "memcpy, memcpy-pinned 1: bytes copied / time).\n"
        "Exit status: 0 when all ran and every check passed, 1 when a check found wrong\n"
        "values, 2 on bad arguments.\n";
   return o.str();
 }
 
 std::string parse_options(int argc, char **argv, Options *out) {
-  enum { kCsv = 256, kMemAlloc, kThreadLevel };  // long-only flags
+  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice };  // long-only flags
   static const option kFlags[] = {
       {"minbytes", required_argument, nullptr, 'b'},
       {"maxbytes", required_argument, nullptr, 'e'},
@@ -172,6 +182,7 @@ std::string parse_options(int argc, char **argv, Options *out) {
       {"repetitions", required_argument, nullptr, 'r'},
       {"csv", required_argument, nullptr, kCsv},
       {"mem-alloc", no_argument, nullptr, kMemAlloc},
+      {"device", required_argument, nullptr, kDevice},
       {"thread-level", required_argument, nullptr, kThreadLevel},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
@@ -270,6 +281,10 @@ std::string parse_options(int argc, char **argv, Options *out) {
         break;
       case kMemAlloc:
         o.mem_alloc = true;
+        break;
+      case kDevice:
+        if (value != "cpu" && value != "cuda") return bad("expected cpu or cuda");
+        o.device = value;
         break;
       case kThreadLevel:
         if (value != "single" && value != "funneled" && value != "serialized" && value != "multiple")

@@ -26,6 +26,7 @@ struct Options {
   std::vector<std::string> backends;  // empty: the defaults (see default_backends)
   std::string csv_path;
   bool mem_alloc = false;
+  std::string device = "cpu";             // --device: where pgstrategy backends' buffers live
   int repetitions = 1;
   std::string thread_level = "multiple";  // MPI thread level pg-bench asks for
   bool help = false;

@@ -96,8 +96,8 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
                                                         : 0;
   std::fprintf(out_, "# pg-bench, pgstrategy %d.%d.%d: %d ranks\n", major, minor, patch, nranks);
   std::fprintf(out_, "# MPI: %s (thread level %s)\n", mpi_line.c_str(), levels[level]);
-  std::fprintf(out_, "# dtype %s, op %s, sizes %s to %s (x%llu), %d iterations after %d warm-up, %d repetition%s, check %s\n",
-               pg::dtype_name(opts_.dtype), pg::op_name(opts_.op), human_bytes(opts_.min_bytes).c_str(),
+  std::fprintf(out_, "# device %s, dtype %s, op %s, sizes %s to %s (x%llu), %d iterations after %d warm-up, %d repetition%s, check %s\n",
+               opts_.device.c_str(), pg::dtype_name(opts_.dtype), pg::op_name(opts_.op), human_bytes(opts_.min_bytes).c_str(),
                human_bytes(opts_.max_bytes).c_str(), static_cast<unsigned long long>(opts_.factor),
                opts_.iters, opts_.warmup, opts_.repetitions, opts_.repetitions == 1 ? "" : "s",
                opts_.check ? "on" : "off");
@@ -105,7 +105,7 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
                      "#   (MPI_Barrier: mpi-raw, nccl-raw; pg_barrier: pgstrategy backends; gloo::barrier: gloo-raw)%s\n",
                opts_.repetitions > 1 ? "; rows: median over repetitions" : "");
   std::fprintf(out_, "# algbw = size / time; busbw = algbw * factor (allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1, root 0;\n"
-                     "#   memcpy: factor 1, bytes copied / time)\n");
+                     "#   memcpy, memcpy-pinned: factor 1, bytes copied / time)\n");
   for (const auto &d : descriptions) std::fprintf(out_, "# backend %s\n", d.c_str());
   for (const auto &s : skipped_backends) std::fprintf(out_, "# skipped %s\n", s.c_str());
   std::fflush(out_);

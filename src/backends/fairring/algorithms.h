@@ -20,13 +20,15 @@ struct AlgorithmInfo {
 
 constexpr AlgorithmInfo kAlgorithms[] = {
     {Algorithm::flat, "flat",
-     "below PGS_FAIRRING_MIN_BYTES, one rank per node, or reduce_scatter/allgather on irregular layouts",
-     "the device default's algorithm on every rank at once (MPI)"},
+     "below PGS_FAIRRING_MIN_BYTES, one rank per node, or reduce_scatter/allgather on irregular layouts; "
+     "on CUDA also one node, irregular layouts, reduce_scatter, allgather and bitwise operators",
+     "the device default's algorithm on every rank at once (MPI; NCCL on CUDA)"},
     {Algorithm::hierarchical, "hierarchical",
-     "regular layouts with several ranks per node, from PGS_FAIRRING_MIN_BYTES",
-     "reduce-scatter in the node (shared memory), the shard over its rail (MPI), all-gather in the "
-     "node; sliced and pipelined (allreduce_hierarchical.cpp, reduce_scatter_hierarchical.cpp, "
-     "allgather_hierarchical.cpp)"},
+     "regular layouts with several ranks per node, from PGS_FAIRRING_MIN_BYTES; on CUDA allreduce "
+     "across several nodes",
+     "reduce-scatter in the node (shared memory; NCCL on CUDA), the shard over its rail (MPI), "
+     "all-gather in the node; sliced and pipelined (allreduce_hierarchical.cpp, "
+     "reduce_scatter_hierarchical.cpp, allgather_hierarchical.cpp; cuda_transport.cpp)"},
     {Algorithm::leaders, "leaders",
      "allreduce on irregular layouts (nodes with different numbers of ranks), from PGS_FAIRRING_MIN_BYTES",
      "reduce to each node's first rank, allreduce among those, broadcast in the node "

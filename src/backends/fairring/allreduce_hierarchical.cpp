@@ -49,7 +49,11 @@ class AllreducePlan final : public Plan {
 
 std::unique_ptr<Plan> allreduce_plan(const CollArgs &args, const Shape &shape, std::size_t slot_bytes) {
   auto plan = std::make_unique<AllreducePlan>(args, shape);
-  plan->cut(slot_bytes / plan->esize);
+  // Slices of a multiple of G elements where a slot holds that many, so that
+  // every slice but the last splits into G equal parts (NCCL's reduce-scatter
+  // needs them on CUDA).
+  const std::size_t fits = slot_bytes / plan->esize, g = static_cast<std::size_t>(shape.local_size);
+  plan->cut(fits >= g ? fits / g * g : fits);
   plan->in_place = args.send == args.recv;
   plan->gathered_bytes = args.count * plan->esize;
   return plan;

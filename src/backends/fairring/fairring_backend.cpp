@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backends/fairring/algorithms.h"
+#include "backends/fairring/cuda_transport.h"
 #include "backends/fairring/fairring_internal.h"
 #include "backends/fairring/schedule.h"
 #include "backends/fairring/settings.h"
@@ -37,19 +38,29 @@ class FairringBackend final : public Backend {
  public:
   pg_status init(const MakeArgs &args) {
     const pg_backend_context &c = args.ctx;
-    settings_ = args.settings_of<Settings>("fairring");
+    cuda_ = c.device_index >= 0;
+    settings_ = args.settings_of<Settings>("fairring").for_device(cuda_);
     PG_CHECK(learn_shape(c));
-    // The sub-instances run the device default (mpi) on the whole communicator,
-    // the node and the rail, through the library's own factory.
-    PG_CHECK(make_instance("mpi", c.comm, layout_of(c), args.env, &flat_));
-    PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), args.env, &node_));
-    PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), args.env, &rail_));
-    if (!irregular_ && shape_.local_size > 1) {
+    // The sub-instances, through the library's own factory: the device default
+    // (mpi, or nccl on CUDA) on the whole communicator; mpi on the node (CPU)
+    // and on the rail, on host memory.
+    InstanceEnv host = args.env;
+    host.cuda = false;
+    host.device_index = -1;
+    host.stream = nullptr;
+    PG_CHECK(make_instance(cuda_ ? "nccl" : "mpi", c.comm, layout_of(c), args.env, &flat_));
+    if (!cuda_) PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), host, &node_));
+    PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host, &rail_));
+    if (!irregular_ && !cuda_ && shape_.local_size > 1) {
       // A slot holds a slice, or a whole rank's share of one element per block.
       const std::size_t slot = std::max<std::size_t>(settings_.slice_bytes, 8 * static_cast<std::size_t>(c.size));
-      PG_CHECK(ShmTransport::create(c.node_comm, slot, settings_.inflight, args.env.memory, &transport_));
-      schedule_ = std::make_unique<Schedule>(*transport_, *rail_->backend, settings_.inflight);
+      std::unique_ptr<ShmTransport> shm;
+      PG_CHECK(ShmTransport::create(c.node_comm, slot, settings_.inflight, args.env.memory, &shm));
+      transport_ = std::move(shm);
     }
+    if (!irregular_ && cuda_ && shape_.nodes > 1)
+      PG_CHECK(make_cuda_transport(c, args.env, settings_.slice_bytes, settings_.inflight, &transport_));
+    if (transport_) schedule_ = std::make_unique<Schedule>(*transport_, *rail_->backend, settings_.inflight);
     memory_ = args.env.memory;
     return PG_OK;
   }
@@ -61,7 +72,7 @@ class FairringBackend final : public Backend {
     if (transport_ && transport_->failed()) abandon();
   }
 
-  // The shared window is freed collectively: left as it is.
+  // The node's shared window (or NCCL communicators) are freed collectively: left as they are.
   void abandon() override { static_cast<void>(transport_.release()); }
 
   bool implements(Coll coll) const override {
@@ -86,6 +97,19 @@ class FairringBackend final : public Backend {
     return flat_->backend->start(a, out);
   }
 
+  pg_status set_stream(void *stream) override {
+    if (!cuda_) return Backend::set_stream(stream);
+    PG_CHECK(flat_->backend->set_stream(stream));
+    if (transport_) transport_->set_stream(stream);
+    return PG_OK;
+  }
+
+  // The watchdog ends the job: NCCL's kernels are stopped first.
+  void abort() override {
+    flat_->backend->abort();
+    if (transport_) transport_->abort();
+  }
+
   std::string describe() const override {
     const std::string nodes = std::to_string(shape_.nodes) + " node" + (shape_.nodes == 1 ? "" : "s");
     std::string d = "fairring plan: ";
@@ -95,10 +119,14 @@ class FairringBackend final : public Backend {
       d += nodes + " x " + std::to_string(shape_.local_size) + " ranks per node, " +
            std::to_string(shape_.local_size) + " rails of " + std::to_string(shape_.nodes);
     d += ", slices of " + bytes_text(settings_.slice_bytes) + ", " + std::to_string(settings_.inflight) +
-         " in flight, shared memory in the node; allreduce: ";
-    const Algorithm big = irregular_ ? Algorithm::leaders
-                          : shape_.local_size > 1 ? Algorithm::hierarchical : Algorithm::flat;
-    if (big == Algorithm::flat) return d + "flat at every size (one rank per node)";
+         " in flight, " +
+         (cuda_ ? "NCCL in the node, MPI on the rails through pinned host memory (device memory where MPI is "
+                  "CUDA-aware)"
+                : "shared memory in the node") +
+         "; allreduce: ";
+    const Algorithm big = hierarchical_from_min(Coll::allreduce);
+    if (big == Algorithm::flat)
+      return d + "flat at every size (" + (cuda_ ? "NCCL's own: one node, or an irregular layout" : "one rank per node") + ")";
     return d + "flat below " + bytes_text(settings_.min_bytes) + ", " + info(big).name + " from there";
   }
 
@@ -122,11 +150,20 @@ class FairringBackend final : public Backend {
     return PG_OK;
   }
 
+  // The algorithm for `coll` from PGS_FAIRRING_MIN_BYTES on. CPU: shared memory
+  // inside nodes of several ranks. CUDA: allreduce across nodes; inside one
+  // node NCCL's own allreduce is what the hierarchy would do, and NCCL serves
+  // irregular layouts itself.
+  Algorithm hierarchical_from_min(Coll coll) const {
+    if (!transport_) return irregular_ && !cuda_ && coll == Coll::allreduce ? Algorithm::leaders : Algorithm::flat;
+    return !cuda_ || coll == Coll::allreduce ? Algorithm::hierarchical : Algorithm::flat;
+  }
+
   Algorithm choose(const CollArgs &a) const {
-    if (shape_.local_size == 1 && !irregular_) return Algorithm::flat;  // nothing inside the node
     if (message_bytes(a, shape_.size) < settings_.min_bytes) return Algorithm::flat;
-    if (irregular_) return a.coll == Coll::allreduce ? Algorithm::leaders : Algorithm::flat;
-    return Algorithm::hierarchical;
+    // NCCL has no bitwise reductions: NCCL's flat path declines them.
+    if (cuda_ && (a.op == PG_BAND || a.op == PG_BOR || a.op == PG_BXOR)) return Algorithm::flat;
+    return hierarchical_from_min(a.coll);
   }
 
   std::unique_ptr<Request> hierarchical(const CollArgs &a) {
@@ -141,13 +178,14 @@ class FairringBackend final : public Backend {
     return schedule_->start(std::move(plan));
   }
 
+  bool cuda_ = false;
   Settings settings_;
   Shape shape_;
   bool irregular_ = false;
   const Memory *memory_ = nullptr;
   std::unique_ptr<Instance> flat_, node_, rail_;
   // Declared after the instances they use, so destroyed before them.
-  std::unique_ptr<ShmTransport> transport_;
+  std::unique_ptr<NodeTransport> transport_;
   std::unique_ptr<Schedule> schedule_;
 };
 
@@ -156,7 +194,7 @@ class FairringBackend final : public Backend {
 BackendEntry entry() {
   BackendEntry e;
   e.name = "fairring";
-  e.devices = PG_DEVICE_CPU;
+  e.devices = PG_DEVICE_CPU | PG_DEVICE_CUDA;
   e.read_settings = Settings::read;
   e.make = [](const MakeArgs &args, std::unique_ptr<Backend> *out) -> pg_status {
     auto backend = std::make_unique<FairringBackend>();

@@ -86,6 +86,11 @@ std::unique_ptr<Request> Schedule::start(std::unique_ptr<Plan> plan) {
   plan->first_tick = next_tick_;
   next_tick_ += plan->slices;
   auto op = std::make_unique<Operation>(*this, std::move(plan));
+  if (failure_ == PG_OK && op->plan_->slices > 0) {
+    // Its peers start it too and will wait for its slices: a failure here fails the node's schedule.
+    const pg_status st = node_.begin(*op->plan_);
+    if (st != PG_OK) fail_all(st, last_error());
+  }
   if (failure_ != PG_OK) {
     op->status_ = failure_;
     op->message_ = failure_message_;
@@ -126,7 +131,15 @@ void Schedule::progress(bool *moved) {
   }
   for (auto it = active_.begin(); it != active_.end();) {
     Operation *op = *it;
-    if (op->complete() && node_.released(*op->plan_)) {
+    bool released = false;
+    if (op->complete()) {
+      const pg_status st = node_.released(*op->plan_, &released);
+      if (st != PG_OK) {
+        *moved = true;
+        return fail_all(st, last_error());
+      }
+    }
+    if (released) {
       op->finished_ = true;
       it = active_.erase(it);
       *moved = true;
@@ -136,17 +149,31 @@ void Schedule::progress(bool *moved) {
   }
 }
 
+namespace {
+
+// Runs one transport step: whether it ran. A failure is left in *status.
+template <typename Step>
+bool ran(pg_status *status, Step step) {
+  bool done = false;
+  *status = step(&done);
+  return *status == PG_OK && done;
+}
+
+}  // namespace
+
 void Schedule::advance(Operation &op, bool first[4], bool *moved) {
   Plan &plan = *op.plan_;
   const std::size_t n = plan.slices;
+  pg_status *status = &op.status_;
   if (op.status_ == PG_OK) {
-    while (first[0] && op.published_ < n && node_.publish(plan, op.published_)) {
+    while (first[0] && op.published_ < n &&
+           ran(status, [&](bool *done) { return node_.publish(plan, op.published_, done); })) {
       ++op.published_;
       *moved = true;
     }
     char *shard = nullptr;
-    while (first[1] && op.reduced_ < op.published_ && on_rails_ < inflight_ &&
-           node_.reduce(plan, op.reduced_, &shard)) {
+    while (op.status_ == PG_OK && first[1] && op.reduced_ < op.published_ && on_rails_ < inflight_ &&
+           ran(status, [&](bool *done) { return node_.reduce(plan, op.reduced_, &shard, done); })) {
       const std::size_t k = op.reduced_++;
       std::unique_ptr<Request> request;
       op.status_ = plan.rail_step(k, shard, rail_, &request);
@@ -164,12 +191,14 @@ void Schedule::advance(Operation &op, bool first[4], bool *moved) {
         --on_rails_;
       }
       plan.finish(front.k, front.shard);
-      node_.finished(plan, front.k);
+      op.status_ = node_.finished(plan, front.k);
+      if (op.status_ != PG_OK) break;
       ++op.finished_rails_;
       op.rails_.pop_front();
       *moved = true;
     }
-    while (first[3] && op.gathered_ < op.finished_rails_ && node_.gather(plan, op.gathered_)) {
+    while (op.status_ == PG_OK && first[3] && op.gathered_ < op.finished_rails_ &&
+           ran(status, [&](bool *done) { return node_.gather(plan, op.gathered_, done); })) {
       ++op.gathered_;
       *moved = true;
     }

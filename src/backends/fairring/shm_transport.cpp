@@ -112,7 +112,7 @@ const char *ShmTransport::locate(int p, const Source &source, const char *slot, 
   return memory_->address(SharedSpot{static_cast<int>(source.id), source.offset + in_buffer * esize}, p);
 }
 
-bool ShmTransport::publish(const Plan &plan, std::size_t k) {
+bool ShmTransport::try_publish(const Plan &plan, std::size_t k) {
   const std::uint64_t tick = plan.first_tick + k;
   Part &me = parts_[static_cast<std::size_t>(local_)];
   if (plan.reduces()) {
@@ -139,7 +139,7 @@ bool ShmTransport::publish(const Plan &plan, std::size_t k) {
   return true;
 }
 
-bool ShmTransport::reduce(const Plan &plan, std::size_t k, char **shard) {
+bool ShmTransport::try_reduce(const Plan &plan, std::size_t k, char **shard) {
   const std::uint64_t tick = plan.first_tick + k;
   if (plan.reduces() && !all_past(&Counters::ready, tick, false)) return false;
   // The slot's previous slice (and its description) must have been gathered by
@@ -191,14 +191,15 @@ void ShmTransport::copy_shard(const Plan &plan, std::size_t k, int p, bool strea
   }
 }
 
-void ShmTransport::finished(const Plan &plan, std::size_t k) {
+pg_status ShmTransport::finished(const Plan &plan, std::size_t k) {
   // This rank's own shard goes to its receive buffer now, while it is in cache.
   if (plan.gathers()) copy_shard(plan, k, local_, streams(plan));
   parts_[static_cast<std::size_t>(local_)].counters->done.value.store(plan.first_tick + k + 1,
                                                                        std::memory_order_release);
+  return PG_OK;
 }
 
-bool ShmTransport::gather(const Plan &plan, std::size_t k) {
+bool ShmTransport::try_gather(const Plan &plan, std::size_t k) {
   const std::uint64_t tick = plan.first_tick + k;
   if (plan.gathers()) {
     if (!all_past(&Counters::done, tick, false)) return false;
@@ -210,13 +211,33 @@ bool ShmTransport::gather(const Plan &plan, std::size_t k) {
   return true;
 }
 
-bool ShmTransport::released(const Plan &plan) {
+bool ShmTransport::peers_done_with(const Plan &plan) const {
   const std::uint64_t last = plan.first_tick + plan.slices - 1;
   if (plan.send_spot.id >= 0 && plan.reduces() && !all_past(&Counters::reduced, last, false)) return false;
   // Peers read a rank's receive buffer only where its part was reduced into it.
   if (plan.recv_spot.id >= 0 && plan.reduces() && plan.gathers() && !all_past(&Counters::gathered, last, false))
     return false;
   return true;
+}
+
+pg_status ShmTransport::publish(const Plan &plan, std::size_t k, bool *done) {
+  *done = try_publish(plan, k);
+  return PG_OK;
+}
+
+pg_status ShmTransport::reduce(const Plan &plan, std::size_t k, char **shard, bool *done) {
+  *done = try_reduce(plan, k, shard);
+  return PG_OK;
+}
+
+pg_status ShmTransport::gather(const Plan &plan, std::size_t k, bool *done) {
+  *done = try_gather(plan, k);
+  return PG_OK;
+}
+
+pg_status ShmTransport::released(const Plan &plan, bool *done) {
+  *done = peers_done_with(plan);
+  return PG_OK;
 }
 
 void ShmTransport::fail() {

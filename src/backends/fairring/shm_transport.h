@@ -32,11 +32,11 @@ class ShmTransport final : public NodeTransport {
   ~ShmTransport() override;  // collective over the node, like create
 
   std::size_t slot_bytes() const override { return slot_bytes_; }
-  bool publish(const Plan &plan, std::size_t k) override;
-  bool reduce(const Plan &plan, std::size_t k, char **shard) override;
-  void finished(const Plan &plan, std::size_t k) override;
-  bool gather(const Plan &plan, std::size_t k) override;
-  bool released(const Plan &plan) override;
+  pg_status publish(const Plan &plan, std::size_t k, bool *done) override;
+  pg_status reduce(const Plan &plan, std::size_t k, char **shard, bool *done) override;
+  pg_status finished(const Plan &plan, std::size_t k) override;
+  pg_status gather(const Plan &plan, std::size_t k, bool *done) override;
+  pg_status released(const Plan &plan, bool *done) override;
   void fail() override;
   bool failed() const override;
 
@@ -64,6 +64,11 @@ class ShmTransport final : public NodeTransport {
   };
 
   ShmTransport() = default;
+  // The steps; each returns whether it ran (nothing here can fail).
+  bool try_publish(const Plan &plan, std::size_t k);
+  bool try_reduce(const Plan &plan, std::size_t k, char **shard);
+  bool try_gather(const Plan &plan, std::size_t k);
+  bool peers_done_with(const Plan &plan) const;
   // Whether every other rank (and this one, with `self`) has passed `which` of slice `tick`.
   bool all_past(Counter Counters::*which, std::uint64_t tick, bool self) const;
   char *input_slot(int p, std::uint64_t tick) const;

@@ -11,9 +11,10 @@ namespace {
 
 // User operations for the pairs MPI's built-ins get wrong for the library:
 // fp16/bf16 (combined in float, rounded), float MIN/MAX (MPI's are not
-// symmetric for NaN and signed zeros) and unsigned MIN/MAX (MPICH 4.0.2
-// compares MPI_UINT8_T, MPI_UINT32_T and MPI_UINT64_T as signed). All go
-// through the library's kernel.
+// symmetric for NaN and signed zeros), unsigned MIN/MAX (MPICH 4.0.2
+// compares MPI_UINT8_T, MPI_UINT32_T and MPI_UINT64_T as signed) and 8-bit
+// SUM (Open MPI 4.1's vectorized MPI_SUM saturates 8-bit integers instead of
+// wrapping around, ompi issue 8045). All go through the library's kernel.
 template <pg_dtype Dtype, pg_op Op>
 void combine(void *in, void *inout, int *len, MPI_Datatype *) {
   reduce_local(Dtype, Op, inout, in, static_cast<std::size_t>(*len));
@@ -33,6 +34,7 @@ Fn user_fn(pg_op op) {
 
 Fn user_fn(pg_dtype dtype, pg_op op) {
   switch (dtype) {
+    case PG_INT8: return user_fn<PG_INT8>(op);
     case PG_UINT8: return user_fn<PG_UINT8>(op);
     case PG_UINT32: return user_fn<PG_UINT32>(op);
     case PG_UINT64: return user_fn<PG_UINT64>(op);
@@ -41,13 +43,6 @@ Fn user_fn(pg_dtype dtype, pg_op op) {
     case PG_FLOAT32: return user_fn<PG_FLOAT32>(op);
     default: return user_fn<PG_FLOAT64>(op);
   }
-}
-
-bool needs_user_op(pg_dtype dtype, pg_op op) {
-  if (dtype == PG_FLOAT16 || dtype == PG_BFLOAT16) return true;
-  const bool extreme = op == PG_MIN || op == PG_MAX;
-  const bool is_unsigned = dtype == PG_UINT8 || dtype == PG_UINT32 || dtype == PG_UINT64;
-  return extreme && (is_floating(dtype) || is_unsigned);
 }
 
 // One MPI_Op per (dtype, op) pair that needs one, created on first use and
@@ -68,6 +63,15 @@ pg_status user_op(pg_dtype dtype, pg_op op, MPI_Op *out) {
 
 }  // namespace
 
+bool host_combine(pg_dtype dtype, pg_op op) {
+  if (dtype == PG_FLOAT16 || dtype == PG_BFLOAT16) return true;
+  const pg_op combine = combining_op(op);
+  const bool extreme = combine == PG_MIN || combine == PG_MAX;
+  const bool is_unsigned = dtype == PG_UINT8 || dtype == PG_UINT32 || dtype == PG_UINT64;
+  const bool byte_sum = combine == PG_SUM && (dtype == PG_INT8 || dtype == PG_UINT8);
+  return byte_sum || (extreme && (is_floating(dtype) || is_unsigned));
+}
+
 MPI_Datatype datatype(pg_dtype dtype) {
   switch (dtype) {
     case PG_INT8: return MPI_INT8_T;
@@ -85,8 +89,7 @@ MPI_Datatype datatype(pg_dtype dtype) {
 }
 
 pg_status operation(pg_dtype dtype, pg_op op, MPI_Op *out) {
-  const pg_op combine_op = combining_op(op);
-  if (needs_user_op(dtype, combine_op)) return user_op(dtype, combine_op, out);
+  if (host_combine(dtype, op)) return user_op(dtype, combining_op(op), out);
   switch (op) {
     case PG_SUM:
     case PG_AVG: *out = MPI_SUM; break;

@@ -4,8 +4,14 @@
 // Creation (collective): make the rank's GPU current, create the backend's own
 // non-blocking stream unless the strategy already has a user stream, then agree
 // over MPI that every rank got this far, broadcast rank 0's ncclUniqueId with
-// MPI_Bcast and call ncclCommInitRank. A rank that fails before NCCL's init
-// makes every rank fail (no rank is left waiting in ncclCommInitRank).
+// MPI_Bcast and start NCCL's initialisation nonblocking
+// (ncclCommInitRankConfig, blocking = 0), polled with ncclCommGetAsyncError.
+// A rank whose initialisation fails tells every other rank over MPI, and a rank
+// still inside NCCL's initialisation that hears it aborts its own: no rank is
+// left waiting inside NCCL for a rank that gave up. Then the ranks agree on the
+// outcome, so creation returns the same status on every rank. The communicator
+// stays nonblocking: a call that returns ncclInProgress is waited for
+// (PG_NCCL_CHECK, nccl_check.h).
 //
 // The current device: creation leaves the rank's GPU current on purpose, so
 // that what the application allocates after pg_strategy_create lands on that
@@ -28,7 +34,8 @@
 // - Nonblocking calls (pg_i*) enqueue and record a CUDA event on the stream in
 //   use; pg_work_test is cudaEventQuery and pg_work_wait waits for the event.
 // - While waiting, the communicator's asynchronous error (a peer or network
-//   failure) is polled, so a failure returns PG_ERR_BACKEND instead of hanging.
+//   failure) is polled, so a failure returns PG_ERR_BACKEND with NCCL's text
+//   instead of hanging.
 //
 // Operations: allreduce, broadcast, reduce, allgather and reduce_scatter are
 // NCCL's collectives, whose in-place layouts are the library's. alltoall,
@@ -41,8 +48,8 @@
 // message must name the same count.
 //
 // Destroy: ncclCommFinalize and ncclCommDestroy, or ncclCommAbort when an
-// operation of this backend failed; then the scratch buffer, events and the
-// backend's own stream, in reverse order of creation.
+// operation of this backend failed (or creation failed on some rank); then the
+// scratch buffer, events and the backend's own stream, in reverse order of creation.
 #include "backends/nccl/nccl_backend.h"
 
 #include <sched.h>
@@ -52,6 +59,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/nccl/nccl_check.h"
 #include "backends/nccl/nccl_types.h"
@@ -137,6 +145,29 @@ class EventRequest final : public Request {
   bool finished_ = false;
 };
 
+// The one-byte message a rank whose NCCL initialisation failed sends every
+// other rank of the backend's communicator (its own duplicate: the tag is free).
+constexpr int kInitFailedTag = 1;
+constexpr char kInitFailed = 1;
+
+// MPI requests left pending when creation ends early: receives are cancelled,
+// sends are left to complete on their own.
+struct PendingRequests {
+  std::vector<MPI_Request> receives, sends;
+  PendingRequests() = default;
+  PendingRequests(const PendingRequests &) = delete;
+  PendingRequests &operator=(const PendingRequests &) = delete;
+  ~PendingRequests() {
+    for (MPI_Request &r : receives)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+      }
+    for (MPI_Request &r : sends)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  }
+};
+
 // Runs `body` (which issues NCCL calls) between ncclGroupStart and
 // ncclGroupEnd; the group is closed even when the body fails.
 template <typename Body>
@@ -164,7 +195,9 @@ class NcclBackend final : public Backend {
     if (state_->comm) {
       ncclComm_t comm = state_->comm;
       state_->comm = nullptr;
-      bool clean = !state_->failed && ncclCommFinalize(comm) == ncclSuccess;
+      // Finalize is nonblocking on this communicator: settled before the destroy.
+      bool clean = !state_->failed &&
+                   nccl_settle(ncclCommFinalize(comm), comm, "ncclCommFinalize", __FILE__, __LINE__) == PG_OK;
       if (clean) {
         ncclCommDestroy(comm);
       } else {
@@ -178,21 +211,12 @@ class NcclBackend final : public Backend {
     if (own_stream_) cudaStreamDestroy(own_stream_);
   }
 
-  // Collective over ctx.comm.
+  // Collective over ctx.comm; the same status on every rank. After a failure
+  // anywhere, the destructor aborts what this rank made of the communicator.
   pg_status init(const pg_backend_context &ctx) {
-    ncclUniqueId id;
-    std::memset(&id, 0, sizeof id);
-    pg_status local = prepare(&id);
-    PG_CHECK(agree(ctx.comm, local, local == PG_OK ? std::string() : last_error()));
-    PG_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, ctx.comm));
-    ncclComm_t comm = nullptr;
-    PG_NCCL_CHECK(nullptr, ncclCommInitRank(&comm, size_, id, rank_));
-    state_->comm = comm;
-    int version = 0;
-    ncclGetVersion(&version);
-    PG_LOG(debug, "nccl backend: rank %d of %d on cuda:%d, NCCL %d (built with %d)", rank_, size_,
-           device_, version, NCCL_VERSION_CODE);
-    return PG_OK;
+    pg_status st = init_unchecked(ctx);
+    if (st != PG_OK) state_->failed = true;
+    return st;
   }
 
   bool implements(Coll) const override { return true; }
@@ -216,6 +240,72 @@ class NcclBackend final : public Backend {
   }
 
  private:
+  pg_status init_unchecked(const pg_backend_context &ctx) {
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof id);
+    pg_status local = prepare(&id);
+    PG_CHECK(agree(ctx.comm, local, local == PG_OK ? std::string() : last_error()));
+    PG_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, ctx.comm));
+    PG_CHECK(init_comm(ctx.comm, id));
+    int version = 0;
+    ncclGetVersion(&version);
+    PG_LOG(debug, "nccl backend: rank %d of %d on cuda:%d, NCCL %d (built with %d)", rank_, size_,
+           device_, version, NCCL_VERSION_CODE);
+    return PG_OK;
+  }
+
+  // NCCL's initialisation, nonblocking, with every other rank's failure
+  // notice listened for while it runs (the top of this file), then agreed.
+  pg_status init_comm(MPI_Comm comm, const ncclUniqueId &id) {
+    PendingRequests notices;
+    std::vector<char> inbox(static_cast<std::size_t>(size_));
+    notices.receives.assign(inbox.size(), MPI_REQUEST_NULL);
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) PG_MPI_CHECK(MPI_Irecv(&inbox[r], 1, MPI_CHAR, r, kInitFailedTag, comm, &notices.receives[r]));
+
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t nccl = nullptr;
+    ncclResult_t result = ncclCommInitRankConfig(&nccl, size_, id, rank_, &config);
+    state_->comm = nccl;  // from here on, the destructor finalizes or aborts it
+    int stopped_by = -1;  // the rank whose notice stopped this rank's initialisation
+    while (result == ncclInProgress) {
+      ncclResult_t async = ncclSuccess;
+      const ncclResult_t queried = ncclCommGetAsyncError(nccl, &async);
+      result = queried != ncclSuccess ? queried : async;
+      if (result != ncclInProgress) break;
+      int index = MPI_UNDEFINED, heard = 0;
+      PG_MPI_CHECK(MPI_Testany(size_, notices.receives.data(), &index, &heard, MPI_STATUS_IGNORE));
+      if (heard && index != MPI_UNDEFINED) {
+        stopped_by = index;
+        break;
+      }
+      sched_yield();
+    }
+    pg_status local = PG_OK;
+    if (stopped_by >= 0)
+      local = fail(PG_ERR_BACKEND, "NCCL initialisation stopped because rank %d failed in its own", stopped_by);
+    else if (result != ncclSuccess)
+      local = nccl_failure(result, nccl, "ncclCommInitRankConfig", __FILE__, __LINE__);
+    const std::string message = local == PG_OK ? std::string() : last_error();
+    const int told = local != PG_OK && stopped_by < 0;
+    if (told)
+      for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        notices.sends.push_back(MPI_REQUEST_NULL);
+        PG_MPI_CHECK(MPI_Isend(&kInitFailed, 1, MPI_CHAR, r, kInitFailedTag, comm, &notices.sends.back()));
+      }
+    // Which ranks told, so that each rank waits for exactly the notices that
+    // were sent (the others are cancelled when `notices` goes).
+    std::vector<int> tellers(static_cast<std::size_t>(size_));
+    PG_MPI_CHECK(MPI_Allgather(&told, 1, MPI_INT, tellers.data(), 1, MPI_INT, comm));
+    for (int r = 0; r < size_; ++r)
+      if (tellers[r] && notices.receives[r] != MPI_REQUEST_NULL)
+        PG_MPI_CHECK(MPI_Wait(&notices.receives[r], MPI_STATUS_IGNORE));
+    PG_MPI_CHECK(MPI_Waitall(static_cast<int>(notices.sends.size()), notices.sends.data(), MPI_STATUSES_IGNORE));
+    return agree(comm, local, message);
+  }
+
   // This rank's part of creation, before NCCL's collective init.
   pg_status prepare(ncclUniqueId *id) {
     PG_CUDA_CHECK(cudaSetDevice(device_));  // not restored: see the top of this file

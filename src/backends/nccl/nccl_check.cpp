@@ -1,5 +1,7 @@
 #include "backends/nccl/nccl_check.h"
 
+#include <sched.h>
+
 #include <cstring>
 
 namespace pg::nccl {
@@ -24,6 +26,17 @@ pg_status nccl_failure(ncclResult_t result, ncclComm_t comm, const char *call, c
   return fail(result == ncclInvalidArgument ? PG_ERR_INVALID_ARGUMENT : PG_ERR_BACKEND,
               "%s failed (%s:%d): %s%s%s", call, base_name(file), line, ncclGetErrorString(result),
               detail && *detail ? ": " : "", detail ? detail : "");
+}
+
+pg_status nccl_settle(ncclResult_t result, ncclComm_t comm, const char *call, const char *file,
+                      int line) {
+  while (result == ncclInProgress && comm) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
+    result = queried != ncclSuccess ? queried : state;
+    if (result == ncclInProgress) sched_yield();
+  }
+  return result == ncclSuccess ? PG_OK : nccl_failure(result, comm, call, file, line);
 }
 
 DeviceGuard::DeviceGuard(int device) {

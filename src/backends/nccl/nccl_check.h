@@ -21,6 +21,14 @@ pg_status cuda_failure(cudaError_t error, const char *call, const char *file, in
 pg_status nccl_failure(ncclResult_t result, ncclComm_t comm, const char *call, const char *file,
                        int line);
 
+// What a call that did not return ncclSuccess comes to. The backend's
+// communicators are nonblocking (nccl_backend.cpp), so a call may return
+// ncclInProgress while NCCL finishes it in the background: this waits for the
+// communicator's state (ncclCommGetAsyncError) to settle, and is PG_OK when it
+// settles to ncclSuccess. Anything else is nccl_failure.
+pg_status nccl_settle(ncclResult_t result, ncclComm_t comm, const char *call, const char *file,
+                      int line);
+
 // Makes `device` current for the guard's lifetime and restores the caller's
 // device afterwards. Operations, destroy and the memory helpers run under one,
 // so they leave the current device as they found it; creation alone leaves the
@@ -49,11 +57,14 @@ class DeviceGuard {
       return ::pg::nccl::cuda_failure(pg_cuda_error_, #call, __FILE__, __LINE__);  \
   } while (0)
 
-#define PG_NCCL_CHECK(comm, call)                                                          \
-  do {                                                                                     \
-    ncclResult_t pg_nccl_result_ = (call);                                                 \
-    if (pg_nccl_result_ != ncclSuccess)                                                    \
-      return ::pg::nccl::nccl_failure(pg_nccl_result_, (comm), #call, __FILE__, __LINE__); \
+#define PG_NCCL_CHECK(comm, call)                                                                 \
+  do {                                                                                            \
+    ncclResult_t pg_nccl_result_ = (call);                                                        \
+    if (pg_nccl_result_ != ncclSuccess) {                                                         \
+      pg_status pg_nccl_status_ = ::pg::nccl::nccl_settle(pg_nccl_result_, (comm), #call, __FILE__, \
+                                                          __LINE__);                              \
+      if (pg_nccl_status_ != PG_OK) return pg_nccl_status_;                                       \
+    }                                                                                             \
   } while (0)
 
 // Switches to `device` until the end of the scope, or returns the error.
