@@ -16,15 +16,11 @@ import csv
 import os
 import re
 import statistics
+import sys
 from collections import defaultdict
 
-
-def human(nbytes):
-    for unit in ["B", "KiB", "MiB"]:
-        if nbytes < 1024 or nbytes % 1024:
-            return f"{nbytes} {unit}"
-        nbytes //= 1024
-    return f"{nbytes} GiB"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools/pg-bench"))
+from ratios import human  # noqa: E402  (pg-bench's size names)
 
 
 def times(path):

@@ -8,6 +8,15 @@
 # the configure with a fatal error where no CUDA toolkit is installed, and
 # nothing here needs it (the CUDA path goes through c10's device-generic
 # stream and event interfaces).
+# Not found, for <reason>: an error when required, else PGS_TORCH_REASON.
+macro(_pg_torch_not_found reason)
+  if(required)
+    message(FATAL_ERROR "${reason}")
+  endif()
+  set(PGS_TORCH_REASON "${reason}" PARENT_SCOPE)
+  return()
+endmacro()
+
 function(pg_find_torch python required)
   set(PGS_TORCH_FOUND OFF PARENT_SCOPE)
   execute_process(
@@ -18,13 +27,8 @@ print(int(torch._C._GLIBCXX_USE_CXX11_ABI)); print(torch.__version__)"
   if(NOT _result EQUAL 0)
     string(STRIP "${_error}" _error)
     string(REGEX REPLACE ".*\n" "" _error "${_error}")
-    set(_reason "'${python}' cannot import torch (${_error}). Build for a Python that has torch: \
+    _pg_torch_not_found("'${python}' cannot import torch (${_error}). Build for a Python that has torch: \
 pip install --no-build-isolation (pip's isolated build environment has no torch), or -DPGS_TORCH_PYTHON=<venv>/bin/python")
-    if(required)
-      message(FATAL_ERROR "${_reason}")
-    endif()
-    set(PGS_TORCH_REASON "${_reason}" PARENT_SCOPE)
-    return()
   endif()
   string(REPLACE "\n" ";" _out "${_out}")
   list(POP_FRONT _out _includes_joined _lib_dir _abi _version)
@@ -32,12 +36,7 @@ pip install --no-build-isolation (pip's isolated build environment has no torch)
   foreach(_name c10 torch_cpu torch_python)
     find_library(PGS_TORCH_${_name} ${_name} PATHS "${_lib_dir}" NO_DEFAULT_PATH)
     if(NOT PGS_TORCH_${_name})
-      set(_reason "torch ${_version} at ${_lib_dir} has no lib${_name}.so")
-      if(required)
-        message(FATAL_ERROR "${_reason}")
-      endif()
-      set(PGS_TORCH_REASON "${_reason}" PARENT_SCOPE)
-      return()
+      _pg_torch_not_found("torch ${_version} at ${_lib_dir} has no lib${_name}.so")
     endif()
   endforeach()
   if(NOT TARGET pgs::torch)
