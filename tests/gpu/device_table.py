@@ -48,6 +48,23 @@ def tests(path):
     return found
 
 
+def size_rows(path, columns, verdict):
+    """One line per size of the CSV at path: the time of each (backend, label)
+    in columns ('-' where it did not run), then verdict({backend: time}) if any."""
+    if not os.path.exists(path):
+        print("  not run")
+        return
+    t = times(path)
+    for size in sorted({b for _, b in t}):
+        values = {backend: t.get((backend, size)) for backend, _ in columns}
+        cells = [f"{human(size):>8}"]
+        cells += [f"{label} {values[b]:10.1f}" if values[b] else f"{label} {'-':>10}" for b, label in columns]
+        tail = verdict(values)
+        if tail:
+            cells.append(tail)
+        print("  " + "  ".join(cells))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tests", required=True)
@@ -79,37 +96,20 @@ def main():
         print("  not run")
 
     print("# allreduce 1 MiB to 1 GiB, 1 rank (a copy on one GPU): time in us, nccl / nccl-raw")
-    if os.path.exists(args.bandwidth):
-        t = times(args.bandwidth)
-        for size in sorted({b for _, b in t}):
-            pg, raw, copy = t.get(("nccl", size)), t.get(("nccl-raw", size)), t.get(("memcpy", size))
-            cells = [f"{human(size):>8}"]
-            cells.append(f"nccl {pg:10.1f}" if pg else "nccl        -")
-            cells.append(f"nccl-raw {raw:10.1f}" if raw else "nccl-raw        -")
-            cells.append(f"memcpy(d2d) {copy:10.1f}" if copy else "")
-            if pg and raw:
-                cells.append(f"ratio {pg / raw:.3f}")
-            print("  " + "  ".join(c for c in cells if c))
-    else:
-        print("  not run")
+    size_rows(args.bandwidth, [("nccl", "nccl"), ("nccl-raw", "nccl-raw"), ("memcpy", "memcpy(d2d)")],
+              lambda v: v["nccl"] and v["nccl-raw"] and f"ratio {v['nccl'] / v['nccl-raw']:.3f}")
 
     print("# fairring staged through pinned host memory, 2 virtual nodes sharing the GPU: time in us;")
     print("#   ceiling = memcpy-pinned time / fairring time (goal >= 0.8); mpi-raw: MPI alone on host memory")
-    if os.path.exists(args.staged):
-        t = times(args.staged)
-        for size in sorted({b for _, b in t}):
-            fr, copy, mpi = t.get(("fairring", size)), t.get(("memcpy-pinned", size)), t.get(("mpi-raw", size))
-            cells = [f"{human(size):>8}"]
-            cells.append(f"fairring {fr:10.1f}" if fr else "fairring        -")
-            cells.append(f"memcpy-pinned {copy:10.1f}" if copy else "memcpy-pinned        -")
-            cells.append(f"mpi-raw {mpi:10.1f}" if mpi else "mpi-raw        -")
-            if fr and copy:
-                ratio = copy / fr
-                cells.append(f"ceiling {ratio:.2f} ({'met' if ratio >= 0.8 else 'missed'})")
-            print("  " + "  ".join(cells))
-    else:
-        print("  not run")
 
+    def ceiling(v):
+        if not (v["fairring"] and v["memcpy-pinned"]):
+            return None
+        ratio = v["memcpy-pinned"] / v["fairring"]
+        return f"ceiling {ratio:.2f} ({'met' if ratio >= 0.8 else 'missed'})"
+
+    size_rows(args.staged, [("fairring", "fairring"), ("memcpy-pinned", "memcpy-pinned"),
+                            ("mpi-raw", "mpi-raw")], ceiling)
 
 if __name__ == "__main__":
     main()
