@@ -8,19 +8,16 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+alternative() { update-alternatives --query "$1" 2>/dev/null | sed -n 's/^Value: //p'; }
+declare -A was=([mpi]=$(alternative mpi) [mpirun]=$(alternative mpirun))
+scripts/install-packages.sh libopenmpi-dev openmpi-bin
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo=sudo
-if ! dpkg-query -W -f='${Status}' libopenmpi-dev openmpi-bin 2>/dev/null |
-     grep -c "install ok installed" | grep -qx 2; then
-  mpi_was=$(update-alternatives --query mpi 2>/dev/null | sed -n 's/^Value: //p')
-  mpirun_was=$(update-alternatives --query mpirun 2>/dev/null | sed -n 's/^Value: //p')
-  echo "== installing: libopenmpi-dev openmpi-bin"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-    libopenmpi-dev openmpi-bin >/dev/null
-  [ -n "$mpi_was" ] && $sudo update-alternatives --set mpi "$mpi_was"
-  [ -n "$mpirun_was" ] && $sudo update-alternatives --set mpirun "$mpirun_was"
-fi
+for name in mpi mpirun; do
+  if [ -n "${was[$name]}" ] && [ "$(alternative "$name")" != "${was[$name]}" ]; then
+    $sudo update-alternatives --set "$name" "${was[$name]}"
+  fi
+done
 
 export BUILD_DIR=build-openmpi
 export CMAKE_ARGS="-DMPI_C_COMPILER=mpicc.openmpi -DMPI_CXX_COMPILER=mpicxx.openmpi

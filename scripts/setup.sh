@@ -10,17 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(build-essential cmake pkg-config gfortran mpich libmpich-dev hwloc libhwloc-dev
           libgtest-dev libgmock-dev googletest libgloo-dev python3-matplotlib
           slurm-wlm munge libpmix-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "== installing: ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+scripts/install-packages.sh "${packages[@]}"
 
 BUILD_DIR=${BUILD_DIR:-build}
 echo "== configuring and building in $BUILD_DIR"
