@@ -18,6 +18,7 @@ parameter MLP (forward, backward with the gradient allreduces, SGD step).
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -29,17 +30,13 @@ from torch.nn.parallel import DistributedDataParallel
 
 import pgstrategy_torch
 
-
-def size_of(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../tools/pg-bench"))
+from ratios import human, size_arg  # noqa: E402  (pg-bench's size names)
 
 
-def human(n):
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{n} B"
+def mlp():
+    """The DDP step's model: 25.2 M float32 parameters."""
+    return nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1024))
 
 
 def slowest(seconds):
@@ -69,8 +66,8 @@ def groups():
 def busbw(args, rank, size):
     made = groups()
     rows = {}
-    n = size_of(args.min)
-    while n <= size_of(args.max):
+    n = args.min
+    while n <= args.max:
         count = n // 4
         buf = torch.empty(count)
         calls = max(3, min(50, (64 << 20) // n))
@@ -116,9 +113,7 @@ def ddp(args, rank, size):
     models = {}
     for name, group in made.items():
         torch.manual_seed(0)
-        net = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
-                            nn.Linear(4096, 1024))
-        model = DistributedDataParallel(net, process_group=group)
+        model = DistributedDataParallel(mlp(), process_group=group)
         models[name] = (model, torch.optim.SGD(model.parameters(), lr=1e-4))
     params = sum(p.numel() for p in next(iter(models.values()))[0].parameters())
 
@@ -135,7 +130,7 @@ def ddp(args, rank, size):
         for name, group in made.items():
             times[name] += timed(group, args.steps, lambda n=name: step(n))
     # the same step without communication: what the gradients' allreduces add
-    local = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1024))
+    local = mlp()
     optimizer = torch.optim.SGD(local.parameters(), lr=1e-4)
 
     def alone():
@@ -157,8 +152,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
     b = sub.add_parser("busbw")
-    b.add_argument("--min", default="1M")
-    b.add_argument("--max", default="256M")
+    b.add_argument("--min", type=size_arg, default="1M")
+    b.add_argument("--max", type=size_arg, default="256M")
     b.add_argument("--reps", type=int, default=5)
     lat = sub.add_parser("latency")
     lat.add_argument("--calls", type=int, default=2000)

@@ -169,6 +169,11 @@ def futures(c, rank, size):
     c.equal(doubled.wait(), expected * 2, "a callback on the future of all_reduce")
     c.equal(t, expected, "the tensor of a future's all_reduce")
     c.check(work.is_completed(), "the work is complete once its future is")
+    # synchronize() on a work nobody waited for, nor asked the future of
+    t = torch.full((5,), float(rank))
+    work = dist.all_reduce(t, async_op=True)
+    work.synchronize()
+    c.equal(t, expected, "all_reduce after synchronize()")
     # several in flight, completed by the completion thread, waited in reverse
     ts = [torch.full((1000,), float(rank + i)) for i in range(4)]
     futs = [dist.all_reduce(x, async_op=True).get_future() for x in ts]
@@ -209,6 +214,14 @@ def bad_calls(c, rank, size, pgstrategy_torch):
     opts.rootRank = size
     c.raises(lambda: backend.broadcast([torch.zeros(3)], opts).wait(), "PG_ERR_INVALID_ARGUMENT",
              "broadcast from a root out of range")
+    # the single-tensor forms' output: the input's dtype (and device)
+    c.raises(lambda: dist.all_gather_into_tensor(torch.zeros(3 * size, dtype=torch.float64), torch.zeros(3)),
+             "the output must be Float on cpu", "all_gather_into_tensor into another dtype")
+    c.raises(lambda: dist.reduce_scatter_tensor(torch.zeros(3, dtype=torch.int32), torch.zeros(3 * size)),
+             "the output must be Float on cpu", "reduce_scatter_tensor into another dtype")
+    if torch.cuda.is_available():
+        c.raises(lambda: dist.all_gather_into_tensor(torch.zeros(3 * size, device="cuda"), torch.zeros(3)),
+                 "the output must be Float on cpu", "all_gather_into_tensor from cpu into cuda")
     rows = torch.zeros(size + 1)
     c.raises(lambda: dist.all_to_all_single(torch.zeros(size + 1), rows, [1] * (size - 1) + [2],
                                             [1] * (size - 1) + [2]), "uneven", "all_to_all_single, uneven splits")

@@ -12,7 +12,8 @@ import torch.distributed as dist
 # torch's rendezvous from the launcher's variables (Hydra's, Open MPI's).
 for ours, theirs in (("RANK", ("PMI_RANK", "OMPI_COMM_WORLD_RANK")),
                      ("WORLD_SIZE", ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"))):
-    os.environ.setdefault(ours, next(os.environ[v] for v in theirs if v in os.environ))
+    if ours not in os.environ:
+        os.environ[ours] = next(os.environ[v] for v in theirs if v in os.environ)
 c = pgs_test.Checks("test_entry_point")
 c.check("pgstrategy_torch" not in sys.modules, "the package was imported before init_process_group")
 dist.init_process_group("pgstrategy")

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend.h"
+#include "device.h"
 #include "backends/nccl/nccl_types.h"
 #include "core/dtype.h"
 
@@ -25,15 +26,7 @@ class NcclRaw : public Backend {
            std::to_string(device_) + " of each rank's node";
   }
 
-  std::string probe() override {
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess)
-      return std::string("unavailable: no usable GPU (cudaGetDeviceCount: ") +
-             cudaGetErrorString(err) + ")";
-    if (count == 0) return "unavailable: no GPU visible";
-    return "";
-  }
+  std::string probe() override { return device::probe(); }
 
   std::string unsupported(Collective, pg_dtype, pg_op op) const override {
     if (op == PG_BAND || op == PG_BOR || op == PG_BXOR)
@@ -82,12 +75,8 @@ class NcclRaw : public Backend {
     return p;
   }
   void release(void *ptr) override { cudaFree(ptr); }
-  void copy_in(void *dst, const void *host, size_t bytes) override {
-    cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice);
-  }
-  void copy_out(void *host, const void *src, size_t bytes) override {
-    cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost);
-  }
+  void copy_in(void *dst, const void *host, size_t bytes) override { device::copy(dst, host, bytes); }
+  void copy_out(void *host, const void *src, size_t bytes) override { device::copy(host, src, bytes); }
 
   std::string run(const Call &c) override {
     const ncclDataType_t t = pg::nccl::datatype(c.dtype);

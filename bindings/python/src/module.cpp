@@ -17,18 +17,27 @@ namespace {
 // MPI stays the library's, or the application's, as pg_strategy.h says).
 py::tuple mpi_job(const std::string &text) {
   constexpr std::size_t kLength = 256;
-  pg_strategy *s = nullptr;
-  pg_status st = pg_strategy_create("cpu", "mpi", &s);
-  if (st != PG_OK) throw std::runtime_error(std::string("pgstrategy: ") + pg_last_error());
   std::vector<char> shared(kLength, '\0');
   text.copy(shared.data(), kLength - 1);
-  st = pg_broadcast(s, shared.data(), kLength, PG_UINT8, 0);
-  const std::string error = st == PG_OK ? "" : pg_last_error();
-  py::tuple job = py::make_tuple(pg_strategy_rank(s), pg_strategy_size(s), pg_strategy_local_rank(s),
-                                 pg_strategy_local_size(s), std::string(shared.data()));
-  pg_strategy_destroy(s);
-  if (st != PG_OK) throw std::runtime_error("pgstrategy: " + error);
-  return job;
+  int rank = 0, size = 0, local_rank = 0, local_size = 0;
+  std::string error;
+  {
+    // Collective: other Python threads run while this rank waits for the others.
+    py::gil_scoped_release nogil;
+    pg_strategy *s = nullptr;
+    pg_status st = pg_strategy_create("cpu", "mpi", &s);
+    if (st == PG_OK) {
+      st = pg_broadcast(s, shared.data(), kLength, PG_UINT8, 0);
+      rank = pg_strategy_rank(s);
+      size = pg_strategy_size(s);
+      local_rank = pg_strategy_local_rank(s);
+      local_size = pg_strategy_local_size(s);
+    }
+    if (st != PG_OK) error = std::string(pg_status_name(st)) + ": " + pg_last_error();
+    pg_strategy_destroy(s);
+  }
+  if (!error.empty()) throw std::runtime_error("pgstrategy: " + error);
+  return py::make_tuple(rank, size, local_rank, local_size, std::string(shared.data()));
 }
 
 }  // namespace

@@ -80,6 +80,16 @@ const at::Tensor &checked(const at::Tensor &t, const char *what) {
   return t;
 }
 
+// The output of a single-tensor form (allgather_into_tensor, ...) on the
+// input's device, of its dtype: the strategy is chosen by the input's device.
+void check_pair(const at::Tensor &output, const at::Tensor &input, const char *what) {
+  checked(input, what);
+  checked(output, what);
+  if (output.scalar_type() != input.scalar_type() || output.device() != input.device())
+    raise(c10::str("pgstrategy ", what, ": the output must be ", input.scalar_type(), " on ", input.device(),
+                   " as the input; got ", output.scalar_type(), " on ", output.device()));
+}
+
 const at::Tensor &single(const std::vector<at::Tensor> &tensors, const char *what) {
   if (tensors.size() != 1)
     raise(c10::str("pgstrategy ", what, ": expected one tensor per rank; got ", tensors.size()));
@@ -127,13 +137,8 @@ at::Tensor joined(Operation &op, const std::vector<at::Tensor> &parts) {
   return c;
 }
 
-// A buffer for `parts` one after the other, copied into them once the
-// operation finished.
-at::Tensor split_back(Operation &op, const std::vector<at::Tensor> &parts) {
-  int64_t total = 0;
-  for (const at::Tensor &p : parts) total += p.numel();
-  at::Tensor flat = at::empty({total}, parts.at(0).options());
-  op.keep.push_back(flat);
+// Once the operation finished, `flat` is copied into `parts`, one after the other.
+void copy_back(Operation &op, const at::Tensor &flat, const std::vector<at::Tensor> &parts) {
   op.finish.push_back([flat, parts] {
     int64_t offset = 0;
     for (const at::Tensor &p : parts) {
@@ -141,6 +146,16 @@ at::Tensor split_back(Operation &op, const std::vector<at::Tensor> &parts) {
       offset += p.numel();
     }
   });
+}
+
+// A buffer for `parts` one after the other, copied into them once the
+// operation finished.
+at::Tensor split_back(Operation &op, const std::vector<at::Tensor> &parts) {
+  int64_t total = 0;
+  for (const at::Tensor &p : parts) total += p.numel();
+  at::Tensor flat = at::empty({total}, parts.at(0).options());
+  op.keep.push_back(flat);
+  copy_back(op, flat, parts);
   return flat;
 }
 
@@ -272,15 +287,15 @@ Work::Work(std::shared_ptr<Comm> comm, pg_work *pending, Operation op, int rank)
 }
 
 Work::~Work() {
-  // A work dropped unfinished still owns the buffers the library uses.
+  // A work dropped unfinished still owns the buffers the library uses. No
+  // other thread holds this work any more, so pending_ is read unlocked.
+  if (!pending_) return;
   std::lock_guard<std::mutex> lock(comm_->mutex);
-  if (pending_) {
-    pg_work_wait(pending_, -1);
-    pg_work_free(pending_);
-  }
+  pg_work_wait(pending_, -1);
+  pg_work_free(pending_);
 }
 
-void Work::settle(pg_status st, const std::string &error) {
+Work::Released Work::settle(pg_status st, const std::string &error) {
   if (st == PG_OK) {
     try {
       for (auto &copy : op_.finish) copy();
@@ -293,8 +308,7 @@ void Work::settle(pg_status st, const std::string &error) {
   pg_work_free(pending_);
   pending_ = nullptr;
   finished_ = true;
-  op_.finish.clear();
-  op_.keep.clear();
+  return Released{std::move(op_.keep), std::move(op_.finish)};
 }
 
 void Work::publish() {
@@ -307,13 +321,14 @@ void Work::publish() {
 
 bool Work::poll() {
   if (published_) return true;
+  Released released;  // dropped after the unlock
   {
     std::lock_guard<std::mutex> lock(comm_->mutex);
     if (!finished_) {
       int done = 0;
       const pg_status st = pg_work_test(pending_, &done);
       if (!done && st == PG_OK) return false;
-      settle(st, st == PG_OK ? std::string() : library_error(op_.name, st));
+      released = settle(st, st == PG_OK ? std::string() : library_error(op_.name, st));
     }
   }
   publish();
@@ -330,6 +345,7 @@ std::vector<at::Tensor> Work::result() { return op_.outputs; }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
   const std::chrono::milliseconds limit = timeout == ::kNoTimeout ? op_.timeout : timeout;
+  Released released;  // dropped after the unlock
   {
     std::unique_lock<std::mutex> lock(comm_->mutex);
     if (!finished_) {
@@ -342,7 +358,7 @@ bool Work::wait(std::chrono::milliseconds timeout) {
         lock.unlock();
         raise(message);
       }
-      settle(st, st == PG_OK ? std::string() : library_error(op_.name, st));
+      released = settle(st, st == PG_OK ? std::string() : library_error(op_.name, st));
     }
   }
   publish();
@@ -353,7 +369,8 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-void Work::synchronize() { future_->wait(); }
+// A CPU work's future is set only once someone waits for or polls the work.
+void Work::synchronize() { wait(); }
 
 c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
   if (!published_) complete_later(c10::intrusive_ptr<Work>::reclaim_copy(this));
@@ -385,9 +402,9 @@ std::string ProcessGroup::describe(const std::string &device) {
   return comm_->describe(c10::Device(device));
 }
 
-Operation ProcessGroup::operation(const char *name, c10d::OpType type, const at::Tensor &like,
+Operation ProcessGroup::operation(const char *name, c10d::OpType type, const c10::Device &device,
                                   std::chrono::milliseconds timeout) const {
-  return Operation{name, type, like.device(), timeout.count() >= 0 ? timeout : timeout_, {}, {}, {}};
+  return Operation{name, type, device, timeout.count() >= 0 ? timeout : timeout_, {}, {}, {}};
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::launch(Operation op, const Call &call) {
@@ -416,7 +433,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::launch(Operation op, const Call &ca
 c10::intrusive_ptr<c10d::Work> ProcessGroup::broadcast(std::vector<at::Tensor> &tensors,
                                                        const c10d::BroadcastOptions &opts) {
   const at::Tensor &t = single(tensors, "broadcast");
-  Operation op = operation("broadcast", c10d::OpType::BROADCAST, t, opts.timeout);
+  Operation op = operation("broadcast", c10d::OpType::BROADCAST, t.device(), opts.timeout);
   void *buf = writable(op, t).data_ptr();
   op.outputs = {t};
   const std::size_t n = count_of(t);
@@ -430,7 +447,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::broadcast(std::vector<at::Tensor> &
 c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce(std::vector<at::Tensor> &tensors,
                                                        const c10d::AllreduceOptions &opts) {
   const at::Tensor &t = single(tensors, "allreduce");
-  Operation op = operation("allreduce", c10d::OpType::ALLREDUCE, t, opts.timeout);
+  Operation op = operation("allreduce", c10d::OpType::ALLREDUCE, t.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, t, op.name);
   void *buf = writable(op, t).data_ptr();
   op.outputs = {t};
@@ -451,17 +468,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce_coalesced(std::vector<at:
       raise(c10::str("pgstrategy allreduce_coalesced: every tensor must be ", first.scalar_type(), " on ",
                      first.device(), "; got ", t.scalar_type(), " on ", t.device()));
   }
-  Operation op = operation("allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, first, opts.timeout);
+  Operation op = operation("allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, first.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, first, op.name);
   at::Tensor flat = joined(op, tensors);
-  // Copied back into the tensors once reduced.
-  op.finish.push_back([flat, tensors] {
-    int64_t offset = 0;
-    for (const at::Tensor &t : tensors) {
-      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
-  });
+  copy_back(op, flat, tensors);
   op.outputs = tensors;
   void *buf = flat.data_ptr();
   const std::size_t n = count_of(flat);
@@ -474,7 +484,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce_coalesced(std::vector<at:
 c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce(std::vector<at::Tensor> &tensors,
                                                     const c10d::ReduceOptions &opts) {
   const at::Tensor &t = single(tensors, "reduce");
-  Operation op = operation("reduce", c10d::OpType::REDUCE, t, opts.timeout);
+  Operation op = operation("reduce", c10d::OpType::REDUCE, t.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, t, op.name);
   const int root = static_cast<int>(opts.rootRank);
   void *buf = (root == rank_ ? writable(op, t) : readable(op, t)).data_ptr();
@@ -493,7 +503,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather(std::vector<std::vector<a
   const at::Tensor &in = single(inputs, "allgather");
   if (outputs.size() != 1) raise(c10::str("pgstrategy allgather: expected one output list; got ", outputs.size()));
   check_list(outputs[0], static_cast<std::size_t>(size_), in, "allgather");
-  Operation op = operation("allgather", c10d::OpType::ALLGATHER, in, opts.timeout);
+  Operation op = operation("allgather", c10d::OpType::ALLGATHER, in.device(), opts.timeout);
   const void *send = readable(op, in).data_ptr();
   void *recv = split_back(op, outputs[0]).data_ptr();
   op.outputs = outputs[0];
@@ -506,12 +516,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather(std::vector<std::vector<a
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::_allgather_base(at::Tensor &output, at::Tensor &input,
                                                              const c10d::AllgatherOptions &opts) {
-  checked(input, "allgather_into_tensor");
-  checked(output, "allgather_into_tensor");
-  if (output.numel() != input.numel() * size_ || output.scalar_type() != input.scalar_type())
-    raise(c10::str("pgstrategy allgather_into_tensor: the output must hold ", size_, " x ", input.numel(), " ",
-                   input.scalar_type(), " elements; got ", output.numel(), " ", output.scalar_type()));
-  Operation op = operation("allgather_into_tensor", c10d::OpType::_ALLGATHER_BASE, input, opts.timeout);
+  check_pair(output, input, "allgather_into_tensor");
+  if (output.numel() != input.numel() * size_)
+    raise(c10::str("pgstrategy allgather_into_tensor: the output must hold ", size_, " x ", input.numel(),
+                   " elements; got ", output.numel()));
+  Operation op = operation("allgather_into_tensor", c10d::OpType::_ALLGATHER_BASE, input.device(), opts.timeout);
   void *recv = writable(op, output).data_ptr();
   const void *send = readable(op, input).data_ptr();
   op.outputs = {output};
@@ -528,7 +537,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter(std::vector<at::Tens
   const at::Tensor &out = single(outputs, "reduce_scatter");
   if (inputs.size() != 1) raise(c10::str("pgstrategy reduce_scatter: expected one input list; got ", inputs.size()));
   check_list(inputs[0], static_cast<std::size_t>(size_), out, "reduce_scatter");
-  Operation op = operation("reduce_scatter", c10d::OpType::REDUCE_SCATTER, out, opts.timeout);
+  Operation op = operation("reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, out, op.name);
   const void *send = joined(op, inputs[0]).data_ptr();
   void *recv = writable(op, out).data_ptr();
@@ -542,12 +551,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
                                                                   const c10d::ReduceScatterOptions &opts) {
-  checked(input, "reduce_scatter_tensor");
-  checked(output, "reduce_scatter_tensor");
-  if (input.numel() != output.numel() * size_ || output.scalar_type() != input.scalar_type())
-    raise(c10::str("pgstrategy reduce_scatter_tensor: the input must hold ", size_, " x ", output.numel(), " ",
-                   output.scalar_type(), " elements; got ", input.numel(), " ", input.scalar_type()));
-  Operation op = operation("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, output, opts.timeout);
+  check_pair(output, input, "reduce_scatter_tensor");
+  if (input.numel() != output.numel() * size_)
+    raise(c10::str("pgstrategy reduce_scatter_tensor: the input must hold ", size_, " x ", output.numel(),
+                   " elements; got ", input.numel()));
+  Operation op = operation("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, output.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, output, op.name);
   const void *send = readable(op, input).data_ptr();
   void *recv = writable(op, output).data_ptr();
@@ -563,8 +571,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall_base(at::Tensor &output, a
                                                            std::vector<int64_t> &output_splits,
                                                            std::vector<int64_t> &input_splits,
                                                            const c10d::AllToAllOptions &opts) {
-  checked(input, "all_to_all_single");
-  checked(output, "all_to_all_single");
+  check_pair(output, input, "all_to_all_single");
   // The library's alltoall sends the same count to every rank.
   auto even = [&](const std::vector<int64_t> &splits, const at::Tensor &t) {
     if (splits.empty()) return true;
@@ -575,11 +582,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall_base(at::Tensor &output, a
   if (!even(input_splits, input) || !even(output_splits, output))
     raise(c10::str("pgstrategy all_to_all_single: split sizes [", c10::Join(", ", input_splits), "] / [",
                    c10::Join(", ", output_splits), "] are uneven; only equal splits (or none) are supported"));
-  if (input.numel() % size_ != 0 || output.numel() != input.numel() || output.scalar_type() != input.scalar_type())
-    raise(c10::str("pgstrategy all_to_all_single: input and output must hold the same multiple of ", size_, " ",
-                   input.scalar_type(), " elements; got ", input.numel(), " ", input.scalar_type(), " and ",
-                   output.numel(), " ", output.scalar_type()));
-  Operation op = operation("all_to_all_single", c10d::OpType::ALLTOALL_BASE, input, opts.timeout);
+  if (input.numel() % size_ != 0 || output.numel() != input.numel())
+    raise(c10::str("pgstrategy all_to_all_single: input and output must hold the same multiple of ", size_,
+                   " elements; got ", input.numel(), " and ", output.numel()));
+  Operation op = operation("all_to_all_single", c10d::OpType::ALLTOALL_BASE, input.device(), opts.timeout);
   const void *send = readable(op, input).data_ptr();
   void *recv = writable(op, output).data_ptr();
   op.outputs = {output};
@@ -597,7 +603,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall(std::vector<at::Tensor> &o
   const at::Tensor &like = checked(inputs[0], "all_to_all");
   check_list(inputs, static_cast<std::size_t>(size_), like, "all_to_all");
   check_list(outputs, static_cast<std::size_t>(size_), like, "all_to_all");
-  Operation op = operation("all_to_all", c10d::OpType::ALLTOALL, like, opts.timeout);
+  Operation op = operation("all_to_all", c10d::OpType::ALLTOALL, like.device(), opts.timeout);
   const void *send = joined(op, inputs).data_ptr();
   void *recv = split_back(op, outputs).data_ptr();
   op.outputs = outputs;
@@ -613,7 +619,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::gather(std::vector<std::vector<at::
                                                     const c10d::GatherOptions &opts) {
   const at::Tensor &in = single(inputs, "gather");
   const int root = static_cast<int>(opts.rootRank);
-  Operation op = operation("gather", c10d::OpType::GATHER, in, opts.timeout);
+  Operation op = operation("gather", c10d::OpType::GATHER, in.device(), opts.timeout);
   void *recv = nullptr;
   if (root == rank_) {
     if (outputs.size() != 1) raise(c10::str("pgstrategy gather: the root expects one output list; got ", outputs.size()));
@@ -636,7 +642,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::scatter(std::vector<at::Tensor> &ou
                                                      const c10d::ScatterOptions &opts) {
   const at::Tensor &out = single(outputs, "scatter");
   const int root = static_cast<int>(opts.rootRank);
-  Operation op = operation("scatter", c10d::OpType::SCATTER, out, opts.timeout);
+  Operation op = operation("scatter", c10d::OpType::SCATTER, out.device(), opts.timeout);
   const void *send = nullptr;
   if (root == rank_) {
     if (inputs.size() != 1) raise(c10::str("pgstrategy scatter: the root expects one input list; got ", inputs.size()));
@@ -656,7 +662,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::scatter(std::vector<at::Tensor> &ou
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor> &tensors, int dst, int tag) {
   const at::Tensor &t = single(tensors, "send");
-  Operation op = operation("send", c10d::OpType::SEND, t, c10d::kUnsetTimeout);
+  Operation op = operation("send", c10d::OpType::SEND, t.device(), c10d::kUnsetTimeout);
   const void *buf = readable(op, t).data_ptr();
   op.outputs = {t};
   const std::size_t n = count_of(t);
@@ -668,7 +674,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor> &tenso
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::recv(std::vector<at::Tensor> &tensors, int src, int tag) {
   const at::Tensor &t = single(tensors, "recv");
-  Operation op = operation("recv", c10d::OpType::RECV, t, c10d::kUnsetTimeout);
+  Operation op = operation("recv", c10d::OpType::RECV, t.device(), c10d::kUnsetTimeout);
   void *buf = writable(op, t).data_ptr();
   op.outputs = {t};
   const std::size_t n = count_of(t);
@@ -681,12 +687,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::recv(std::vector<at::Tensor> &tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroup::barrier(const c10d::BarrierOptions &opts) {
   // A host-side barrier: on the CPU strategy, or on the GPU's for a backend
   // that serves only CUDA.
-  at::Tensor like = at::empty({0});
-  {
-    std::lock_guard<std::mutex> lock(comm_->mutex);
-    if (!comm_->has_cpu()) like = at::empty({0}, at::TensorOptions().device(c10::DeviceType::CUDA));
-  }
-  Operation op = operation("barrier", c10d::OpType::BARRIER, like, opts.timeout);
+  const c10::Device device(comm_->serves_cpu() ? c10::DeviceType::CPU : c10::DeviceType::CUDA);
+  Operation op = operation("barrier", c10d::OpType::BARRIER, device, opts.timeout);
   return launch(std::move(op), [](pg_strategy *s, pg_work **w) { return w ? pg_ibarrier(s, w) : pg_barrier(s); });
 }
 

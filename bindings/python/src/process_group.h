@@ -49,7 +49,8 @@ class Comm {
 
   // The strategy for `device` (under `mutex`); throws when there is none.
   pg_strategy *strategy(const c10::Device &device);
-  bool has_cpu() const { return cpu_ != nullptr; }
+  // Whether the backend serves CPU tensors (false: a backend for CUDA only).
+  bool serves_cpu() const { return no_cpu_.empty(); }
   // Destroys the strategies (collective; under `mutex`). Later calls throw.
   void close();
   // pg_strategy_describe of the strategy for "cpu" or "cuda" (made if needed).
@@ -105,7 +106,14 @@ class Work final : public c10d::Work {
   bool poll();
 
  private:
-  void settle(pg_status st, const std::string &error);  // under comm_->mutex
+  // What settle releases: the caller drops it after unlocking comm_->mutex, as
+  // dropping the last reference to a tensor Python made takes the GIL, which
+  // a Python thread may hold while it waits for comm_->mutex.
+  struct Released {
+    std::vector<at::Tensor> keep;
+    std::vector<std::function<void()>> finish;
+  };
+  Released settle(pg_status st, const std::string &error);  // under comm_->mutex
   void publish();                                        // sets the future once
 
   std::shared_ptr<Comm> comm_;
@@ -164,7 +172,7 @@ class ProcessGroup final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
 
  private:
-  Operation operation(const char *name, c10d::OpType type, const at::Tensor &like,
+  Operation operation(const char *name, c10d::OpType type, const c10::Device &device,
                       std::chrono::milliseconds timeout) const;
   c10::intrusive_ptr<c10d::Work> launch(Operation op, const Call &call);
 

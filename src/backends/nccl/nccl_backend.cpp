@@ -257,8 +257,9 @@ class NcclBackend final : public Backend {
   // NCCL's initialisation, nonblocking, with every other rank's failure
   // notice listened for while it runs (the top of this file), then agreed.
   pg_status init_comm(MPI_Comm comm, const ncclUniqueId &id) {
-    PendingRequests notices;
+    // The inbox outlives the receives into it (cancelled when `notices` goes).
     std::vector<char> inbox(static_cast<std::size_t>(size_));
+    PendingRequests notices;
     notices.receives.assign(inbox.size(), MPI_REQUEST_NULL);
     for (int r = 0; r < size_; ++r)
       if (r != rank_) PG_MPI_CHECK(MPI_Irecv(&inbox[r], 1, MPI_CHAR, r, kInitFailedTag, comm, &notices.receives[r]));
