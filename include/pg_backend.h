@@ -147,6 +147,16 @@ PG_API pg_status pg_reduce_local(pg_dtype dtype, pg_op op, void *inout, const vo
  * then rounded), as the built-in backends do; every other op leaves buf as it
  * is. Errors as pg_reduce_local, and PG_ERR_INVALID_ARGUMENT for ranks < 1. */
 PG_API pg_status pg_reduce_finish(pg_dtype dtype, pg_op op, void *buf, size_t count, int ranks);
+
+
+/** Element conversion as the kernels round: `count` elements of `dtype` to
+ * double (exact for every type but 64-bit integers beyond 2^53), and doubles
+ * to `dtype` (integers wrap modulo 2^bits through int64; floating types round
+ * to nearest even). For backends and tools that make or check data of every
+ * type, float16 and bfloat16 included. PG_ERR_INVALID_ARGUMENT for a dtype
+ * outside the enum or a NULL buffer with count > 0. */
+PG_API pg_status pg_dtype_to_double(pg_dtype dtype, const void *in, double *out, size_t count);
+PG_API pg_status pg_dtype_from_double(pg_dtype dtype, const double *in, void *out, size_t count);
 /** @} */
 
 /** A plugin library exports this function; it calls pg_backend_register once

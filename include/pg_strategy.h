@@ -20,8 +20,11 @@
  *   and its peers may wait. With PGS_DEBUG=detail the arguments are compared
  *   across ranks first and a mismatch fails every rank with PG_ERR_MISMATCH.
  * - After PG_ERR_BACKEND (an MPI or NCCL failure) or a watchdog timeout the
- *   strategy is poisoned: every call on it except pg_strategy_destroy returns
- *   PG_ERR_STATE.
+ *   strategy is poisoned: every call that communicates or changes it (every
+ *   collective, point-to-point and nonblocking call, pg_strategy_split,
+ *   pg_strategy_set_stream, pg_mem_alloc and pg_mem_free) returns
+ *   PG_ERR_STATE; pg_strategy_destroy and the local queries (getters,
+ *   pg_strategy_describe, pg_strategy_info) still work and say why.
  * - Counts are element counts (size_t); `size` below is the size of one element
  *   of the dtype. Counts above INT_MAX work.
  * - Buffers: a NULL buffer is accepted only when count is 0 or the buffer is not
@@ -122,6 +125,11 @@ PG_API size_t pg_dtype_size(pg_dtype dtype);
 PG_API const char *pg_dtype_name(pg_dtype dtype);
 PG_API const char *pg_op_name(pg_op op);
 
+/** 1 when reductions of `dtype` with `op` exist (PG_AVG on floating types,
+ * bitwise ops on integer types, the others on every type); 0 otherwise,
+ * including values outside the enums. */
+PG_API int pg_op_supported(pg_dtype dtype, pg_op op);
+
 /** Default backend of a device: "nccl" for "cuda"/"cuda:N", "mpi" for "cpu";
  * NULL for anything else (the reason is in pg_last_error()). */
 PG_API const char *pg_default_backend(const char *device);
@@ -181,9 +189,58 @@ PG_API int pg_strategy_node_count(const pg_strategy *s);
  * rank/size, node layout, delegated operations. NUL-terminated, truncated to len. */
 PG_API pg_status pg_strategy_describe(const pg_strategy *s, char *buf, size_t len);
 
+/** One fact this rank's strategy knows, as text, NUL-terminated and truncated
+ * to len (local; what tools such as pg-topo print). `key` is one of:
+ *   "host"              this rank's host name (MPI_Get_processor_name)
+ *   "machine"           the node's topology as the library loaded it: where from
+ *                       (this machine, or PGS_TOPOLOGY_XML), packages, cores,
+ *                       NUMA nodes, GPUs, NICs
+ *   "binding"           what PGS_BIND chose for this rank, and the CPUs it may run on now
+ *   "gpu"               the GPU a "cuda" strategy of this local rank uses:
+ *                       "cuda:N <PCI bus id> ..." as hwloc sees it, or "none (why)"
+ *   "nic"               the NIC nearest to that GPU (without one, to the rank's
+ *                       binding): "<name>[/<netdev>] (<how near>)", or "none"
+ *   "launcher"          the launcher the environment names (Hydra, Open MPI,
+ *                       a Slurm step, torchrun), or "none found"
+ *   "launcher_warning"  "" unless that launcher and MPI disagree about the job
+ *   "nodes"             how nodes were formed: "shared-memory domains" or
+ *                       "virtual nodes of PGS_RANKS_PER_NODE=k consecutive ranks"
+ *   "backend:cpu", "backend:cuda"
+ *                       the backend pg_strategy_create(device, NULL, ...) chooses
+ *                       with this strategy's settings, and by which rule:
+ *                       "mpi (device default)"
+ *   "settings"          every PGS_* variable the library and its built-in
+ *                       backends read, one per line: "NAME=value" as set when
+ *                       the strategy was created, or "NAME unset (default: ...)"
+ * PG_ERR_INVALID_ARGUMENT for a NULL handle, key or buf, len 0, or another key
+ * (the message lists these). */
+PG_API pg_status pg_strategy_info(const pg_strategy *s, const char *key, char *buf, size_t len);
+
 /** Set the CUDA stream (cudaStream_t) CUDA backends enqueue on. PG_ERR_UNSUPPORTED
  * on a CPU strategy. Local. */
 PG_API pg_status pg_strategy_set_stream(pg_strategy *s, void *cuda_stream);
+/** @} */
+
+/** @defgroup mpi MPI interoperability (local, thread-safe)
+ * For applications and tools that make MPI calls of their own on data they
+ * also give the library: the same datatypes and reductions, so the results
+ * agree bit for bit with the mpi backend's.
+ * @{ */
+
+/** The MPI datatype of `dtype`: the fixed-width integer types, MPI_FLOAT and
+ * MPI_DOUBLE; float16 and bfloat16 travel as MPI_UINT16_T (16-bit words, which
+ * only pg_mpi_op's operations combine correctly). PG_ERR_INVALID_ARGUMENT for
+ * a value outside the enum. */
+PG_API pg_status pg_mpi_datatype(pg_dtype dtype, MPI_Datatype *out);
+
+/** The MPI operation the mpi backend reduces `dtype` with under `op`: MPI's
+ * own where it gives the library's results, else a user-defined operation over
+ * the library's kernel (pg_reduce_local in pg_backend.h: float16/bfloat16,
+ * floating and unsigned MIN/MAX, 8-bit sums), created once per process and
+ * never freed. PG_AVG reduces as PG_SUM: divide with pg_reduce_finish.
+ * PG_ERR_STATE before MPI_Init or after MPI_Finalize; PG_ERR_INVALID_ARGUMENT or
+ * PG_ERR_UNSUPPORTED as pg_reduce_local. */
+PG_API pg_status pg_mpi_op(pg_dtype dtype, pg_op op, MPI_Op *out);
 /** @} */
 
 /** @defgroup memory Communication buffers (collective)

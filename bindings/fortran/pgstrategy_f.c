@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/in_place.h"
 #include "pg_strategy.h"
 
 #define PGF_INTERNAL __attribute__((visibility("hidden")))
@@ -317,6 +318,16 @@ typedef struct pair_layout {
   size_t offset;       /* in place: the inner buffer's first element in the outer one */
 } pair_layout;
 
+/* The layout of a call whose in-place form is `ip` (core/in_place.h): in place
+ * when the same array is passed as both buffers. */
+static pair_layout layout_of(unsigned long long send_count, unsigned long long recv_count, int send_used,
+                             int recv_used, pg_in_place ip, const CFI_cdesc_t *send, const CFI_cdesc_t *recv) {
+  pair_layout l = {send_count, recv_count, send_used, recv_used,
+                   ip.form != PG_IN_PLACE_NONE && same_array(send, recv), ip.form == PG_IN_PLACE_SEND_IN_RECV,
+                   ip.offset};
+  return l;
+}
+
 static int prepare_pair(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                         const CFI_cdesc_t *recv, long long count, const char *count_name,
                         pg_dtype dtype, pair_layout l, args *a) {
@@ -343,8 +354,8 @@ static int prepare_pair(pg_strategy *s, const char *call, const CFI_cdesc_t *sen
 
 static int prepare_allreduce(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                              const CFI_cdesc_t *recv, long long count, int dtype, args *a) {
-  pair_layout l = {(unsigned long long)count, (unsigned long long)count, 1, 1,
-                   same_array(send, recv), 1, 0};
+  pair_layout l = layout_of((unsigned long long)count, (unsigned long long)count, 1, 1, pg_in_place_allreduce(),
+                            send, recv);
   return prepare_pair(s, call, send, recv, count, "count", dtype, l, a);
 }
 
@@ -359,9 +370,9 @@ static int prepare_broadcast(pg_strategy *s, const char *call, const CFI_cdesc_t
 
 static int prepare_reduce(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                           const CFI_cdesc_t *recv, long long count, int dtype, int root, args *a) {
-  int at_root = pg_strategy_rank(s) == root;
-  pair_layout l = {(unsigned long long)count, (unsigned long long)count, 1, at_root,
-                   at_root && same_array(send, recv), 1, 0};
+  int rank = pg_strategy_rank(s);
+  pair_layout l = layout_of((unsigned long long)count, (unsigned long long)count, 1, rank == root,
+                            pg_in_place_reduce(rank, root), send, recv);
   return prepare_pair(s, call, send, recv, count, "count", dtype, l, a);
 }
 
@@ -369,8 +380,8 @@ static int prepare_reduce(pg_strategy *s, const char *call, const CFI_cdesc_t *s
 static int prepare_allgather(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                              const CFI_cdesc_t *recv, long long sendcount, int dtype, args *a) {
   int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
-  pair_layout l = {(unsigned long long)sendcount, times(sendcount, size), 1, 1,
-                   same_array(send, recv), 1, (size_t)rank * (size_t)sendcount};
+  pair_layout l = layout_of((unsigned long long)sendcount, times(sendcount, size), 1, 1,
+                            pg_in_place_allgather(rank, (size_t)sendcount), send, recv);
   return prepare_pair(s, call, send, recv, sendcount, "sendcount", dtype, l, a);
 }
 
@@ -379,15 +390,15 @@ static int prepare_reduce_scatter(pg_strategy *s, const char *call, const CFI_cd
                                   const CFI_cdesc_t *recv, long long recvcount, int dtype,
                                   args *a) {
   int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
-  pair_layout l = {times(recvcount, size), (unsigned long long)recvcount, 1, 1,
-                   same_array(send, recv), 0, (size_t)rank * (size_t)recvcount};
+  pair_layout l = layout_of(times(recvcount, size), (unsigned long long)recvcount, 1, 1,
+                            pg_in_place_reduce_scatter(rank, (size_t)recvcount), send, recv);
   return prepare_pair(s, call, send, recv, recvcount, "recvcount", dtype, l, a);
 }
 
 static int prepare_alltoall(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                             const CFI_cdesc_t *recv, long long count, int dtype, args *a) {
   int size = pg_strategy_size(s);
-  pair_layout l = {times(count, size), times(count, size), 1, 1, same_array(send, recv), 1, 0};
+  pair_layout l = layout_of(times(count, size), times(count, size), 1, 1, pg_in_place_alltoall(), send, recv);
   return prepare_pair(s, call, send, recv, count, "count", dtype, l, a);
 }
 
@@ -395,9 +406,9 @@ static int prepare_alltoall(pg_strategy *s, const char *call, const CFI_cdesc_t 
 static int prepare_gather(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                           const CFI_cdesc_t *recv, long long sendcount, int dtype, int root,
                           args *a) {
-  int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
-  pair_layout l = {(unsigned long long)sendcount, times(sendcount, size), 1, at_root,
-                   at_root && same_array(send, recv), 1, (size_t)root * (size_t)sendcount};
+  int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  pair_layout l = layout_of((unsigned long long)sendcount, times(sendcount, size), 1, rank == root,
+                            pg_in_place_gather(rank, root, (size_t)sendcount), send, recv);
   return prepare_pair(s, call, send, recv, sendcount, "sendcount", dtype, l, a);
 }
 
@@ -405,9 +416,9 @@ static int prepare_gather(pg_strategy *s, const char *call, const CFI_cdesc_t *s
 static int prepare_scatter(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
                            const CFI_cdesc_t *recv, long long recvcount, int dtype, int root,
                            args *a) {
-  int at_root = pg_strategy_rank(s) == root, size = pg_strategy_size(s);
-  pair_layout l = {times(recvcount, size), (unsigned long long)recvcount, at_root, 1,
-                   at_root && same_array(send, recv), 0, (size_t)root * (size_t)recvcount};
+  int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  pair_layout l = layout_of(times(recvcount, size), (unsigned long long)recvcount, rank == root, 1,
+                            pg_in_place_scatter(rank, root, (size_t)recvcount), send, recv);
   return prepare_pair(s, call, send, recv, recvcount, "recvcount", dtype, l, a);
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "core/in_place.h"
 #include "pg_backend.h"
 
 namespace pg {
@@ -35,6 +36,15 @@ struct CollArgs {
   int tag = 0;                 // point-to-point
   std::size_t recv_count = 0;  // sendrecv: elements received
   int source = 0;              // sendrecv: the rank received from
+  // Whether the call is in its in-place layout on this rank (the table in
+  // core/in_place.h). Worked out once, when the call is validated; backends
+  // read it and never compare the buffers themselves.
+  bool in_place = false;
+
+  // This call with `in_place` worked out for rank `rank` of its communicator:
+  // validation does it for the user's calls, a backend for the calls it
+  // issues on its sub-communicators.
+  CollArgs placed(int rank) const;
 
   static CollArgs reduction(Coll coll, const void *send, void *recv, std::size_t count,
                             pg_dtype dtype, pg_op op, int root = 0) {
@@ -53,6 +63,9 @@ struct CollArgs {
     return a;
   }
 };
+
+// The in-place layout of `a` on rank `rank` (core/in_place.h).
+pg_in_place in_place_layout(const CollArgs &a, int rank);
 
 inline bool is_reduction(Coll c) {
   return c == Coll::allreduce || c == Coll::reduce || c == Coll::reduce_scatter;

@@ -8,6 +8,7 @@
 
 #include "core/agree.h"
 #include "core/dtype.h"
+#include "core/info.h"
 #include "core/reduce.h"
 #include "core/registry.h"
 #include "core/runtime.h"
@@ -15,6 +16,7 @@
 #include "core/strategy.h"
 #include "core/text.h"
 #include "core/validate.h"
+#include "mpi/types.h"
 
 namespace {
 
@@ -38,6 +40,13 @@ pg_status null_handle(const char *fn) {
   return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: the strategy is NULL", fn);
 }
 
+// The check every entry point that uses a strategy makes first: a handle, MPI
+// still running, and a strategy not poisoned (pg_strategy.h).
+pg_status usable(const char *fn, const pg_strategy *s) {
+  if (!s) return null_handle(fn);
+  return pg::check_usable(fn, s);
+}
+
 pg_status write_string(const char *fn, const std::string &text, char *buf, size_t len) {
   if (!buf || len == 0) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: buf is NULL or len is 0", fn);
   size_t n = text.size() < len - 1 ? text.size() : len - 1;
@@ -46,18 +55,20 @@ pg_status write_string(const char *fn, const std::string &text, char *buf, size_
   return PG_OK;
 }
 
-pg_status blocking(const char *fn, pg_strategy *s, const CollArgs &a) {
+pg_status blocking(const char *fn, pg_strategy *s, CollArgs a) {
   return guarded(fn, [&] {
-    if (!s) return null_handle(fn);
-    return pg::run(s, a, pg::validate(fn, s, a));
+    PG_CHECK(usable(fn, s));
+    const pg_status local = pg::validate(fn, s, &a);
+    return pg::run(s, a, local);
   });
 }
 
-pg_status nonblocking(const char *fn, pg_strategy *s, const CollArgs &a, pg_work **work) {
+pg_status nonblocking(const char *fn, pg_strategy *s, CollArgs a, pg_work **work) {
   return guarded(fn, [&] {
-    if (!s) return null_handle(fn);
+    if (work) *work = nullptr;
+    PG_CHECK(usable(fn, s));
     // A NULL work is an argument error like the others (collective under PGS_DEBUG=detail).
-    pg_status local = work ? pg::validate(fn, s, a)
+    pg_status local = work ? pg::validate(fn, s, &a)
                            : pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: work is NULL", fn);
     pg_work *started = nullptr;
     pg_status st = pg::start(s, a, local, &started);
@@ -92,6 +103,51 @@ void pg_version(int *major, int *minor, int *patch) {
 size_t pg_dtype_size(pg_dtype dtype) { return pg::dtype_size(dtype); }
 const char *pg_dtype_name(pg_dtype dtype) { return pg::dtype_name(dtype); }
 const char *pg_op_name(pg_op op) { return pg::op_name(op); }
+int pg_op_supported(pg_dtype dtype, pg_op op) {
+  return pg::valid_dtype(dtype) && pg::valid_op(op) && pg::op_supported(dtype, op);
+}
+
+pg_status pg_dtype_to_double(pg_dtype dtype, const void *in, double *out, size_t count) {
+  return guarded("pg_dtype_to_double", [&] {
+    PG_CHECK(pg::validate_dtype("pg_dtype_to_double", dtype));
+    if (count > 0 && (!in || !out))
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_dtype_to_double: in or out is NULL with count %zu", count);
+    pg::to_double(dtype, in, out, count);
+    return PG_OK;
+  });
+}
+
+pg_status pg_dtype_from_double(pg_dtype dtype, const double *in, void *out, size_t count) {
+  return guarded("pg_dtype_from_double", [&] {
+    PG_CHECK(pg::validate_dtype("pg_dtype_from_double", dtype));
+    if (count > 0 && (!in || !out))
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_dtype_from_double: in or out is NULL with count %zu", count);
+    pg::from_double(dtype, in, out, count);
+    return PG_OK;
+  });
+}
+
+pg_status pg_mpi_datatype(pg_dtype dtype, MPI_Datatype *out) {
+  return guarded("pg_mpi_datatype", [&] {
+    PG_CHECK(pg::validate_dtype("pg_mpi_datatype", dtype));
+    if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mpi_datatype: out is NULL");
+    *out = pg::mpi::datatype(dtype);
+    return PG_OK;
+  });
+}
+
+pg_status pg_mpi_op(pg_dtype dtype, pg_op op, MPI_Op *out) {
+  return guarded("pg_mpi_op", [&] {
+    PG_CHECK(pg::validate_reduction("pg_mpi_op", dtype, op));
+    if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mpi_op: out is NULL");
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+      return pg::fail(PG_ERR_STATE, "pg_mpi_op: MPI is %s", finalized ? "finalized" : "not initialized");
+    return pg::mpi::operation(dtype, op, out);
+  });
+}
 
 pg_status pg_reduce_local(pg_dtype dtype, pg_op op, void *inout, const void *in, size_t count) {
   return guarded("pg_reduce_local", [&] {
@@ -154,14 +210,9 @@ pg_status pg_strategy_create_fcomm(const char *device, const char *backend, MPI_
 
 pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **out) {
   return guarded("pg_strategy_split", [&] {
-    if (!s) return null_handle("pg_strategy_split");
+    if (out) *out = nullptr;
+    PG_CHECK(usable("pg_strategy_split", s));
     if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_strategy_split: out is NULL");
-    *out = nullptr;
-    if (pg::runtime::finalizing())
-      return pg::fail(PG_ERR_STATE, "pg_strategy_split: MPI has been finalized");
-    if (s->health.poisoned())
-      return pg::fail(PG_ERR_STATE, "pg_strategy_split: the strategy is unusable after an earlier failure (%s)",
-                      s->health.reason().c_str());
     pg::settle_started(s);
     return pg::split_strategy(s, color, key, out);
   });
@@ -189,9 +240,18 @@ pg_status pg_strategy_describe(const pg_strategy *s, char *buf, size_t len) {
   });
 }
 
+pg_status pg_strategy_info(const pg_strategy *s, const char *key, char *buf, size_t len) {
+  return guarded("pg_strategy_info", [&] {
+    if (!s) return null_handle("pg_strategy_info");
+    std::string text;
+    PG_CHECK(pg::strategy_info(s, key, &text));
+    return write_string("pg_strategy_info", text, buf, len);
+  });
+}
+
 pg_status pg_strategy_set_stream(pg_strategy *s, void *cuda_stream) {
   return guarded("pg_strategy_set_stream", [&] {
-    if (!s) return null_handle("pg_strategy_set_stream");
+    PG_CHECK(usable("pg_strategy_set_stream", s));
     if (!s->device.cuda)
       return pg::fail(PG_ERR_UNSUPPORTED, "pg_strategy_set_stream: device '%s' has no streams",
                       s->device_name.c_str());
@@ -204,11 +264,9 @@ pg_status pg_strategy_set_stream(pg_strategy *s, void *cuda_stream) {
 
 pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
   return guarded("pg_mem_alloc", [&] {
-    if (!s) return null_handle("pg_mem_alloc");
+    if (ptr) *ptr = nullptr;
+    PG_CHECK(usable("pg_mem_alloc", s));
     if (!ptr) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: ptr is NULL");
-    *ptr = nullptr;
-    if (pg::runtime::finalizing())
-      return pg::fail(PG_ERR_STATE, "pg_mem_alloc: MPI has been finalized");
     if (bytes > static_cast<size_t>(MPI_Aint(~0ull >> 1)))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: %zu bytes is too large", bytes);
     pg::settle_started(s);  // collective: after the nonblocking collectives started before it
@@ -230,10 +288,9 @@ pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
 
 pg_status pg_mem_free(pg_strategy *s, void *ptr) {
   return guarded("pg_mem_free", [&] {
-    if (!s) return null_handle("pg_mem_free");
+    // pg_strategy_destroy frees what is left.
+    PG_CHECK(usable("pg_mem_free", s));
     if (!ptr) return PG_OK;
-    if (pg::runtime::finalizing())
-      return pg::fail(PG_ERR_STATE, "pg_mem_free: MPI has been finalized (pg_strategy_destroy frees what is left)");
     pg::settle_started(s);
     return s->memory.release(ptr);
   });

@@ -22,15 +22,6 @@ bool trivial(const CollArgs &a) {
   return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier;
 }
 
-pg_status check_usable(pg_strategy *s) {
-  if (runtime::finalizing())
-    return fail(PG_ERR_STATE, "MPI has been finalized; only pg_strategy_destroy is allowed");
-  if (s->health.poisoned())
-    return fail(PG_ERR_STATE, "the strategy is unusable after an earlier failure (%s); destroy it",
-                s->health.reason().c_str());
-  return PG_OK;
-}
-
 pg_status poison_on_failure(pg_strategy *s, pg_status st) {
   if (st == PG_ERR_BACKEND) s->health.poison(last_error());
   return st;
@@ -112,7 +103,6 @@ pg_status exchange_fingerprints(pg_strategy *s, const std::string &mine, std::ve
 // compares what it was asked to run before a collective; a mismatch, or a bad
 // argument on any rank, fails every rank.
 pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local, bool nonblocking) {
-  PG_CHECK(check_usable(s));
   if (is_point_to_point(a.coll)) return local;
   ++s->sequence;
   if (!s->settings.debug_detail) return local;
@@ -140,10 +130,11 @@ pg_status pick(pg_strategy *s, Coll coll, Instance **out) {
 // In-place alltoall on CPU memory is staged into a copy, so CPU backends never
 // see it; CUDA backends get it as it is (the copy would be device memory).
 void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
-  if (a->coll != Coll::alltoall || a->send != a->recv || s->device.cuda) return;
+  if (a->coll != Coll::alltoall || !a->in_place || s->device.cuda) return;
   const char *p = static_cast<const char *>(a->send);
   stage->assign(p, p + a->count * dtype_size(a->dtype) * static_cast<std::size_t>(s->size));
   a->send = stage->data();
+  a->in_place = false;
 }
 
 pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a);
@@ -222,7 +213,7 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
 // its blocking entry), so whether this rank's queue was busy never changes what
 // its peers must match.
 pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a, std::uint64_t sequence) {
-  PG_CHECK(check_usable(s));  // queued work after a failure does not run
+  PG_CHECK(check_usable(coll_name(a.coll), s));  // queued work after a failure does not run
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
   std::unique_ptr<Request> request;

@@ -29,4 +29,10 @@ inline bool op_supported(pg_dtype dtype, pg_op op) {
   return is_floating(dtype) ? !bitwise : op != PG_AVG;
 }
 
+// Element conversion (pg_dtype_to_double, pg_dtype_from_double): the dtype
+// must be valid. Integers wrap modulo 2^bits on the way in; floating types
+// round to nearest even.
+void to_double(pg_dtype dtype, const void *in, double *out, std::size_t count);
+void from_double(pg_dtype dtype, const double *in, void *out, std::size_t count);
+
 }  // namespace pg

@@ -36,20 +36,9 @@ pg_status make_instance(const BackendEntry &entry, MPI_Comm comm, const topology
   c.node_count = inst->layout.node_count;
   c.stream = env.stream;
   c.log = log::from_backend;
-  PG_CHECK(entry.make(MakeArgs{inst->ctx, env}, &inst->backend));
+  PG_CHECK(entry.make(MakeArgs{inst->ctx, inst->layout, env}, &inst->backend));
   *out = std::move(inst);
   return PG_OK;
-}
-
-topology::Layout layout_of(const pg_backend_context &ctx) {
-  topology::Layout l;
-  l.node_comm = ctx.node_comm;
-  l.rail_comm = ctx.rail_comm;
-  l.local_rank = ctx.local_rank;
-  l.local_size = ctx.local_size;
-  l.node_rank = ctx.node_rank;
-  l.node_count = ctx.node_count;
-  return l;
 }
 
 pg_status make_instance(const std::string &name, MPI_Comm comm, const topology::Layout &layout,

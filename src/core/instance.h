@@ -38,9 +38,6 @@ struct InstanceEnv {
 // communicators of `layout` (the nodes and rails of comm). Collective over comm.
 pg_status make_instance(const BackendEntry &entry, MPI_Comm comm, const topology::Layout &layout,
                         const InstanceEnv &env, std::unique_ptr<Instance> *out);
-// The nodes and rails an instance's context describes (its communicators are
-// the context's own; make_instance duplicates what it is given).
-topology::Layout layout_of(const pg_backend_context &ctx);
 // The same for a registered backend named `name`.
 pg_status make_instance(const std::string &name, MPI_Comm comm, const topology::Layout &layout,
                         const InstanceEnv &env, std::unique_ptr<Instance> *out);

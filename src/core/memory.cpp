@@ -2,7 +2,7 @@
 
 #include <sys/statvfs.h>
 
-#include "core/cuda_runtime.h"
+#include "cuda/runtime.h"
 #include "core/status.h"
 
 namespace pg {

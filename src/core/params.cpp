@@ -30,7 +30,67 @@ bool has_space(const char *value) {
   return false;
 }
 
+const std::vector<const char *> kLogLevels = {"error", "warn", "info", "debug"};
+const std::vector<const char *> kBindModes = {"none", "numa"};
+
+// The library's own variables (built-in backends have their own tables).
+const Param<Settings> kRows[] = {
+    {"PGS_BACKEND", "unset",
+     "backend when the create call names none; a device missing from the map gets its default",
+     [](const char *n, const char *v, Settings *s) { return parse_backend(n, v, &s->backend); }, nullptr},
+    {"PGS_PLUGIN_PATH", "unset",
+     "searched for libpg_backend_<name>.so before the library's own plugin folder",
+     [](const char *n, const char *v, Settings *s) { return parse_plugin_path(n, v, &s->plugin_path); }, nullptr},
+    {"PGS_RANKS_PER_NODE", "unset", "testing/simulation: consecutive ranks form virtual nodes of this size",
+     [](const char *n, const char *v, Settings *s) { return parse_positive_int(n, v, &s->ranks_per_node); },
+     [](const Settings &s) { return std::to_string(s.ranks_per_node); }},
+    {"PGS_TOPOLOGY_XML", "unset", "testing/simulation: the node topology from this hwloc XML file",
+     [](const char *n, const char *v, Settings *s) { return parse_path(n, v, &s->topology_xml); }, nullptr},
+    {"PGS_LOG", "error", "log level; lines go to stderr prefixed with the world rank",
+     [](const char *n, const char *v, Settings *s) { return parse_log_level(n, v, &s->log); }, nullptr},
+    {"PGS_DEBUG", "unset", "detail: ranks compare each collective's arguments before running it",
+     [](const char *n, const char *v, Settings *s) {
+       int detail = 0;
+       const pg_status st = parse_choice(n, v, {"detail"}, &detail);
+       s->debug_detail = st == PG_OK;
+       return st;
+     },
+     [](const Settings &s) { return std::string(s.debug_detail ? "detail" : ""); }},
+    // With a watchdog, blocking calls below MPI_THREAD_MULTIPLE are issued as
+    // nonblocking MPI calls (polled), which cannot match blocking ones: ranks
+    // agree on whether it is on, not on its value.
+    {"PGS_TIMEOUT", "0 (off)", "watchdog: a collective unfinished after this many seconds aborts the job",
+     [](const char *n, const char *v, Settings *s) { return parse_seconds(n, v, &s->timeout_s); },
+     [](const Settings &s) { return std::string(s.timeout_s > 0 ? "on" : "off"); }},
+    {"PGS_BIND", "none", "bind each rank near its GPU (CPU: spread over NUMA nodes)",
+     [](const char *n, const char *v, Settings *s) {
+       int mode = 0;
+       PG_CHECK(parse_choice(n, v, kBindModes, &mode));
+       s->bind = static_cast<Bind>(mode);
+       return PG_OK;
+     },
+     nullptr},
+};
+
 }  // namespace
+
+std::string schedule(const Listings &listings) {
+  std::string out;
+  for (const Listing &l : listings)
+    if (l.schedule) out += (out.empty() ? "" : " ") + l.name + "=" + l.agreed;
+  return out;
+}
+
+std::string describe(const Listings &listings) {
+  std::string out;
+  for (const Listing &l : listings)
+    out += l.name + (l.given.empty() ? " unset (default: " + l.fallback + ")" : "=" + l.given) + "\n";
+  return out;
+}
+
+Listings Settings::list() const { return list_rows(kRows, *this); }
+
+pg_status read(Settings *out) { return read_rows(kRows, out); }
 
 pg_status parse_backend(const char *var, const char *value, BackendChoice *out) {
   static const char *const expected =
@@ -72,6 +132,12 @@ pg_status parse_plugin_path(const char *var, const char *value, std::vector<std:
   return PG_OK;
 }
 
+pg_status parse_path(const char *var, const char *value, std::string *out) {
+  if (has_space(value)) return bad(var, value, "a file path without whitespace");
+  *out = value;
+  return PG_OK;
+}
+
 pg_status parse_positive_int(const char *var, const char *value, int *out) {
   int v = 0;
   if (!text::parse_number(value, &v) || v <= 0) return bad(var, value, "a positive integer");
@@ -79,25 +145,33 @@ pg_status parse_positive_int(const char *var, const char *value, int *out) {
   return PG_OK;
 }
 
-pg_status parse_size(const char *var, const char *value, std::size_t *out) {
-  static const char *const expected = "a size <unsigned>[K|M|G] (binary units), e.g. 4M";
-  std::size_t len = std::strlen(value);
-  unsigned shift = 0;
-  if (len > 0) {
-    switch (value[len - 1]) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      default: break;
-    }
+pg_status parse_int(const char *var, const char *value, int min, int max, int *out) {
+  int v = 0;
+  if (!text::parse_number(value, &v) || v < min || v > max) {
+    const std::string expected = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    return bad(var, value, expected.c_str());
   }
-  const std::string_view digits(value, shift ? len - 1 : len);
-  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
-    return bad(var, value, expected);
-  unsigned long long v = 0;
-  if (!text::parse_number(digits, &v) || v > (static_cast<unsigned long long>(SIZE_MAX) >> shift))
+  *out = v;
+  return PG_OK;
+}
+
+pg_status parse_size(const char *var, const char *value, std::size_t *out) {
+  if (text::parse_size(value, out)) return PG_OK;
+  // The grammar allows it, but it does not fit in size_t.
+  const std::size_t digits = std::strspn(value, "0123456789");
+  if (digits > 0 && (value[digits] == '\0' || (std::strchr("KMG", value[digits]) && value[digits + 1] == '\0')))
     return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is too large", var, value);
-  *out = static_cast<std::size_t>(v << shift);
+  return bad(var, value, "a size <unsigned>[K|M|G] (binary units), e.g. 4M");
+}
+
+pg_status parse_size(const char *var, const char *value, std::size_t min, std::size_t max, std::size_t *out) {
+  std::size_t v = 0;
+  PG_CHECK(parse_size(var, value, &v));
+  if (v < min || v > max) {
+    const std::string expected = "a size from " + std::to_string(min) + " to " + text::format_bytes(max);
+    return bad(var, value, expected.c_str());
+  }
+  *out = v;
   return PG_OK;
 }
 
@@ -112,47 +186,24 @@ pg_status parse_seconds(const char *var, const char *value, double *out) {
   return PG_OK;
 }
 
-pg_status parse_log_level(const char *var, const char *value, LogLevel *out) {
-  static const char *const names[] = {"error", "warn", "info", "debug"};
-  for (int i = 0; i < 4; ++i)
+pg_status parse_choice(const char *var, const char *value, const std::vector<const char *> &names, int *out) {
+  for (std::size_t i = 0; i < names.size(); ++i)
     if (std::strcmp(value, names[i]) == 0) {
-      *out = static_cast<LogLevel>(i);
+      *out = static_cast<int>(i);
       return PG_OK;
     }
-  return bad(var, value, "one of error, warn, info, debug");
+  std::vector<std::string> quoted;
+  for (const char *n : names) quoted.emplace_back(n);
+  const std::string expected = (names.size() == 1 ? "" : "one of ") + text::join(quoted, ", ") +
+                               (names.size() == 1 ? " (or unset)" : "");
+  return bad(var, value, expected.c_str());
 }
 
-pg_status read(Settings *out) {
-  Settings s;
-  const char *v = nullptr;
-  PG_CHECK(parse_backend("PGS_BACKEND", env("PGS_BACKEND"), &s.backend));
-  PG_CHECK(parse_plugin_path("PGS_PLUGIN_PATH", env("PGS_PLUGIN_PATH"), &s.plugin_path));
-  if ((v = env("PGS_RANKS_PER_NODE"))) PG_CHECK(parse_positive_int("PGS_RANKS_PER_NODE", v, &s.ranks_per_node));
-  if ((v = env("PGS_TOPOLOGY_XML"))) {
-    if (has_space(v)) return bad("PGS_TOPOLOGY_XML", v, "a file path without whitespace");
-    s.topology_xml = v;
-  }
-  if ((v = env("PGS_LOG"))) PG_CHECK(parse_log_level("PGS_LOG", v, &s.log));
-  if ((v = env("PGS_DEBUG"))) {
-    if (std::strcmp(v, "detail") != 0) return bad("PGS_DEBUG", v, "'detail' (or unset)");
-    s.debug_detail = true;
-  }
-  if ((v = env("PGS_TIMEOUT"))) PG_CHECK(parse_seconds("PGS_TIMEOUT", v, &s.timeout_s));
-  if ((v = env("PGS_BIND"))) {
-    if (std::strcmp(v, "none") == 0) s.bind = Bind::none;
-    else if (std::strcmp(v, "numa") == 0) s.bind = Bind::numa;
-    else return bad("PGS_BIND", v, "none or numa");
-  }
-  *out = std::move(s);
+pg_status parse_log_level(const char *var, const char *value, LogLevel *out) {
+  int level = 0;
+  PG_CHECK(parse_choice(var, value, kLogLevels, &level));
+  *out = static_cast<LogLevel>(level);
   return PG_OK;
-}
-
-std::string Settings::schedule_fingerprint() const {
-  return "PGS_RANKS_PER_NODE=" + std::to_string(ranks_per_node) +
-         " PGS_DEBUG=" + (debug_detail ? "detail" : "") +
-         // With a watchdog, blocking calls below MPI_THREAD_MULTIPLE are issued
-         // as nonblocking MPI calls (polled), which cannot match blocking ones.
-         " PGS_TIMEOUT=" + (timeout_s > 0 ? "on" : "off");
 }
 
 }  // namespace pg::params

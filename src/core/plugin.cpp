@@ -1,7 +1,5 @@
 // Loading backend plugins: libpg_backend_<name>.so, searched in PGS_PLUGIN_PATH,
-// then in the library's own plugin folder (<dir of libpgstrategy.so>/pgstrategy;
-// for the tools, which carry the library's objects, the installed one beside
-// their bin folder).
+// then in the library's own plugin folder (<dir of libpgstrategy.so>/pgstrategy).
 //
 // Steps for one name, under one process-wide mutex:
 //   1. re-check the name (no path can be built from a bad one);
@@ -15,7 +13,6 @@
 #include "core/plugin.h"
 
 #include <dlfcn.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 
 #include <climits>
@@ -36,10 +33,6 @@
 // (${CMAKE_INSTALL_LIBDIR}/${PGS_PLUGIN_SUBDIR}); the build may override it.
 #ifndef PGS_PLUGIN_SUBDIR
 #define PGS_PLUGIN_SUBDIR "pgstrategy"
-#endif
-// The same folder seen from the installed bin folder (../lib/pgstrategy).
-#ifndef PGS_PLUGIN_DIR_FROM_BINDIR
-#define PGS_PLUGIN_DIR_FROM_BINDIR "../lib/" PGS_PLUGIN_SUBDIR
 #endif
 
 namespace pg {
@@ -152,33 +145,20 @@ Attempt open_plugin(const std::string &name, const std::string &file) {
   return result;
 }
 
-// Whether `info` (from dladdr) lies in the main program rather than in a shared
-// library: the program's own program headers (AT_PHDR) lie in the same object.
-bool in_main_program(const Dl_info &info) {
-  const auto *headers = reinterpret_cast<const void *>(::getauxval(AT_PHDR));
-  Dl_info program;
-  return headers != nullptr && ::dladdr(headers, &program) != 0 &&
-         program.dli_fbase == info.dli_fbase;
-}
-
 }  // namespace
 
 std::string own_plugin_dir() {
   Dl_info info;
-  if (::dladdr(reinterpret_cast<void *>(&own_plugin_dir), &info) == 0) return std::string();
-  // pg-topo and pg-bench link the library's objects into the executable, which
-  // is installed in the bin folder: their plugins are the installed library's.
-  // The executable's name from dladdr is argv[0], which need not be a path.
-  const bool executable = in_main_program(info);
-  if (!executable && (info.dli_fname == nullptr || info.dli_fname[0] == '\0'))
+  if (::dladdr(reinterpret_cast<void *>(&own_plugin_dir), &info) == 0 || info.dli_fname == nullptr ||
+      info.dli_fname[0] == '\0')
     return std::string();
   // Follow links, so a file reached through a symlink finds the plugins
   // installed next to the real one.
-  std::string file = real_path(executable ? "/proc/self/exe" : info.dli_fname);
+  std::string file = real_path(info.dli_fname);
   if (file.empty() || file[0] != '/') return std::string();
   const std::string::size_type slash = file.rfind('/');
   const std::string dir = slash == 0 ? std::string() : file.substr(0, slash);
-  return dir + "/" + (executable ? PGS_PLUGIN_DIR_FROM_BINDIR : PGS_PLUGIN_SUBDIR);
+  return dir + "/" + PGS_PLUGIN_SUBDIR;
 }
 
 pg_status load_plugin(const std::string &name, const std::vector<std::string> &search_path) {

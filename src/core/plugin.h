@@ -17,9 +17,7 @@ namespace pg {
 // Thread-safe; a plugin is loaded at most once per process.
 pg_status load_plugin(const std::string &name, const std::vector<std::string> &search_path);
 
-// The folder shipped plugins are installed in: <dir of libpgstrategy.so>/pgstrategy,
-// or, in an executable that holds the library's objects (pg-topo, pg-bench), the
-// installed one seen from the bin folder (<dir of the executable>/../lib/pgstrategy).
+// The folder shipped plugins are installed in: <dir of libpgstrategy.so>/pgstrategy.
 std::string own_plugin_dir();
 
 }  // namespace pg

@@ -4,9 +4,6 @@
 #include <map>
 #include <mutex>
 
-#include "backends/fairring/fairring_backend.h"
-#include "backends/mpi/mpi_backend.h"
-#include "backends/nccl/nccl_backend.h"
 #include "core/names.h"
 #include "core/status.h"
 #include "core/table_backend.h"
@@ -30,10 +27,7 @@ void add_locked(Registry &r, BackendEntry entry) {
 Registry &instance() {
   static Registry *r = [] {
     auto *reg = new Registry;
-    // The built-ins: one line each.
-    add_locked(*reg, mpi::entry());
-    add_locked(*reg, nccl::entry());
-    add_locked(*reg, fairring::entry());
+    for (BackendEntry &entry : builtins()) add_locked(*reg, std::move(entry));
     return reg;
   }();
   return *r;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/params.h"
+#include "topology/layout.h"
 
 namespace pg {
 
@@ -19,9 +21,11 @@ namespace pg {
 class BackendSettings {
  public:
   virtual ~BackendSettings() = default;
+  // The backend's variables with their values (params::list_rows over its table).
+  virtual params::Listings list() const = 0;
   // The values that change the schedule ("VAR=value ..."), which every rank
   // must agree on; "" when none do.
-  virtual std::string schedule() const = 0;
+  std::string schedule() const { return params::schedule(list()); }
 };
 
 // Every built-in backend's settings, by backend name.
@@ -31,8 +35,9 @@ struct InstanceEnv;
 
 // What a backend instance is made with.
 struct MakeArgs {
-  const pg_backend_context &ctx;  // valid until the instance is destroyed
-  const InstanceEnv &env;         // valid during make; what it points to outlives the instance
+  const pg_backend_context &ctx;   // valid until the instance is destroyed
+  const topology::Layout &layout;  // the context's nodes and rails, with who sits where; valid as ctx
+  const InstanceEnv &env;          // valid during make; what it points to outlives the instance
 
   // A built-in's settings (T is its own BackendSettings class).
   template <typename T>
@@ -50,6 +55,11 @@ struct BackendEntry {
 };
 
 namespace registry {
+
+// The backends built into the library, one entry each. Defined outside the
+// core, in src/backends/builtins.cpp: removing a backend is removing its
+// folder and its line there.
+std::vector<BackendEntry> builtins();
 
 // pg_backend_register: validates and copies a user table.
 pg_status add_table(const pg_backend_ops *ops);

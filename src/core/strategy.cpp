@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/agree.h"
-#include "core/cuda_runtime.h"
+#include "cuda/runtime.h"
 #include "core/log.h"
 #include "core/plugin.h"
 #include "core/registry.h"
@@ -86,6 +86,15 @@ pg_status collective_step(pg_strategy *s, Step step) {
 
 bool delegates(const pg_strategy *s, Coll coll) { return s->lacks[static_cast<int>(coll)]; }
 
+pg_status check_usable(const char *fn, const pg_strategy *s) {
+  if (runtime::finalizing())
+    return fail(PG_ERR_STATE, "%s: MPI has been finalized; only pg_strategy_destroy is allowed", fn);
+  if (s->health.poisoned())
+    return fail(PG_ERR_STATE, "%s: the strategy is unusable after an earlier failure (%s); destroy it", fn,
+                s->health.reason().c_str());
+  return PG_OK;
+}
+
 namespace {
 
 // What the backend lacks, worked out once: point-to-point goes as a whole (send
@@ -150,7 +159,7 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
     PG_CHECK(registry::read_settings(&s->backend_settings));
     return check_locally(s, device, backend, &entry, &gpus);
   }));
-  std::string schedule = s->settings.schedule_fingerprint();
+  std::string schedule = params::schedule(s->settings.list());
   for (const auto &kv : s->backend_settings) schedule += " " + kv.second->schedule();
   PG_CHECK(agree_same(s->comm,
                       "device '" + s->device.kind() + "' backend '" + s->selection.backend + "' " + schedule,

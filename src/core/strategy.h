@@ -96,6 +96,11 @@ struct pg_work {
 
 namespace pg {
 
+// The one usability check of every entry point that uses a strategy (and of
+// queued work when it runs): PG_ERR_STATE, the message starting with `fn`,
+// once MPI is finalized or the strategy is poisoned.
+pg_status check_usable(const char *fn, const pg_strategy *s);
+
 // Creation (collective over comm). Every rank returns the same status.
 pg_status create_strategy(const char *device, const char *backend, MPI_Comm comm, pg_strategy **out);
 pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out);

@@ -1,8 +1,12 @@
 // Small string helpers shared by the environment parsers, the topology code,
-// the plugin loader and the tools: one split, one join, one number parser.
+// the plugin loader and the tools: one split, one join, one number parser, one
+// size parser and one size formatter. Header-only, so the tools (clients of the
+// shared library) use the same ones without the library's objects.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -49,6 +53,42 @@ bool parse_number(std::string_view text, T *out) {
   if (r.ec != std::errc() || r.ptr != end) return false;
   *out = value;
   return true;
+}
+
+// A size in bytes: <unsigned>[K|M|G], binary units ("4K" = 4096), the grammar
+// of docs/env.md. `spelled` also takes what command lines write: lower-case
+// units and a trailing B or iB ("64MiB", "1kb", "4096B"). False when the text
+// is not a size or the size does not fit in size_t.
+inline bool parse_size(std::string_view text, std::size_t *out, bool spelled = false) {
+  const std::size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
+  unsigned long long v = 0;
+  if (!parse_number(text.substr(0, digits), &v)) return false;
+  std::string_view unit = text.substr(digits);
+  if (spelled && !unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) {
+    unit.remove_suffix(1);
+    if (!unit.empty() && unit.back() == 'i') unit.remove_suffix(1);
+    if (unit.empty() && text.size() > digits + 1) return false;  // "4iB"
+  }
+  unsigned shift = 0;
+  if (!unit.empty()) {
+    const char u = spelled && unit[0] >= 'a' ? static_cast<char>(unit[0] - 'a' + 'A') : unit[0];
+    if (unit.size() != 1 || (u != 'K' && u != 'M' && u != 'G')) return false;
+    shift = u == 'K' ? 10 : u == 'M' ? 20 : 30;
+  }
+  if (v > (static_cast<unsigned long long>(SIZE_MAX) >> shift)) return false;
+  *out = static_cast<std::size_t>(v << shift);
+  return true;
+}
+
+// Bytes in the largest binary unit that divides them: "4 KiB", "3 MiB", "1000 B".
+inline std::string format_bytes(std::size_t bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + " " + units[u];
 }
 
 // `text` fit to quote in a one-line message: control characters (a newline

@@ -12,7 +12,7 @@ namespace {
 struct Checker {
   const char *fn;
   const pg_strategy *s;
-  const CollArgs &a;
+  const CollArgs &a;  // in_place already worked out
   std::size_t esize = 0;
 
   pg_status bytes(std::size_t count, std::size_t blocks, std::size_t *out) const {
@@ -47,13 +47,12 @@ struct Checker {
   }
 
   // Send and receive buffers may share memory only in the in-place layout.
-  pg_status overlap(const void *send, std::size_t sbytes, const void *recv, std::size_t rbytes,
-                    bool in_place, const char *layout) const {
-    if (in_place || sbytes == 0 || rbytes == 0) return PG_OK;
-    auto sp = reinterpret_cast<std::uintptr_t>(send), rp = reinterpret_cast<std::uintptr_t>(recv);
+  pg_status overlap(std::size_t sbytes, std::size_t rbytes) const {
+    if (a.in_place || sbytes == 0 || rbytes == 0) return PG_OK;
+    auto sp = reinterpret_cast<std::uintptr_t>(a.send), rp = reinterpret_cast<std::uintptr_t>(a.recv);
     if (sp < rp + rbytes && rp < sp + sbytes)
-      return fail(PG_ERR_INVALID_ARGUMENT,
-                  "%s: the send and receive buffers overlap; in place means %s", fn, layout);
+      return fail(PG_ERR_INVALID_ARGUMENT, "%s: the send and receive buffers overlap; in place means %s", fn,
+                  in_place_layout(a, s->rank).rule);
     return PG_OK;
   }
 };
@@ -79,8 +78,10 @@ pg_status validate_reduction(const char *fn, pg_dtype dtype, pg_op op) {
   return PG_OK;
 }
 
-pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
-  PG_CHECK(is_reduction(a.coll) ? validate_reduction(fn, a.dtype, a.op) : validate_dtype(fn, a.dtype));
+pg_status validate(const char *fn, const pg_strategy *s, CollArgs *args) {
+  PG_CHECK(is_reduction(args->coll) ? validate_reduction(fn, args->dtype, args->op) : validate_dtype(fn, args->dtype));
+  *args = args->placed(s->rank);
+  const CollArgs &a = *args;
   Checker c{fn, s, a, dtype_size(a.dtype)};
   const std::size_t p = static_cast<std::size_t>(s->size);
   const bool root = a.root == s->rank;
@@ -89,14 +90,11 @@ pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
   const bool blocks = a.coll == Coll::allgather || a.coll == Coll::reduce_scatter ||
                       a.coll == Coll::alltoall || a.coll == Coll::gather || a.coll == Coll::scatter;
   if (blocks) PG_CHECK(c.bytes(a.count, p, &all));  // buffers of size*count elements
-  const char *send = static_cast<const char *>(a.send);
-  char *recv = static_cast<char *>(a.recv);
-
   switch (a.coll) {
     case Coll::allreduce:
       PG_CHECK(c.buffer(a.send, one, "sendbuf"));
       PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
-      return c.overlap(send, one, recv, one, send == recv, "sendbuf == recvbuf");
+      return c.overlap(one, one);
     case Coll::broadcast:
       PG_CHECK(c.rank(a.root, "root"));
       return c.buffer(a.recv, one, "buf");
@@ -105,35 +103,31 @@ pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
       PG_CHECK(c.buffer(a.send, one, "sendbuf"));
       if (!root) return PG_OK;
       PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
-      return c.overlap(send, one, recv, one, send == recv, "sendbuf == recvbuf at the root");
+      return c.overlap(one, one);
     case Coll::allgather:
       PG_CHECK(c.buffer(a.send, one, "sendbuf"));
       PG_CHECK(c.buffer(a.recv, all, "recvbuf"));
-      return c.overlap(send, one, recv, all, recv && send == recv + s->rank * one,
-                       "sendbuf == recvbuf + rank*sendcount*size");
+      return c.overlap(one, all);
     case Coll::reduce_scatter:
       PG_CHECK(c.buffer(a.send, all, "sendbuf"));
       PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
-      return c.overlap(send, all, recv, one, send && recv == send + s->rank * one,
-                       "recvbuf == sendbuf + rank*recvcount*size");
+      return c.overlap(all, one);
     case Coll::alltoall:
       PG_CHECK(c.buffer(a.send, all, "sendbuf"));
       PG_CHECK(c.buffer(a.recv, all, "recvbuf"));
-      return c.overlap(send, all, recv, all, send == recv, "sendbuf == recvbuf");
+      return c.overlap(all, all);
     case Coll::gather:
       PG_CHECK(c.rank(a.root, "root"));
       PG_CHECK(c.buffer(a.send, one, "sendbuf"));
       if (!root) return PG_OK;
       PG_CHECK(c.buffer(a.recv, all, "recvbuf"));
-      return c.overlap(send, one, recv, all, recv && send == recv + a.root * one,
-                       "sendbuf == recvbuf + root*sendcount*size at the root");
+      return c.overlap(one, all);
     case Coll::scatter:
       PG_CHECK(c.rank(a.root, "root"));
       PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
       if (!root) return PG_OK;
       PG_CHECK(c.buffer(a.send, all, "sendbuf"));
-      return c.overlap(send, all, recv, one, send && recv == send + a.root * one,
-                       "recvbuf == sendbuf + root*recvcount*size at the root");
+      return c.overlap(all, one);
     case Coll::barrier:
       return PG_OK;
     case Coll::send:
@@ -149,7 +143,7 @@ pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a) {
       PG_CHECK(c.bytes(a.recv_count, 1, &rbytes));
       PG_CHECK(c.buffer(a.send, one, "sendbuf"));
       PG_CHECK(c.buffer(a.recv, rbytes, "recvbuf"));
-      return c.overlap(send, one, recv, rbytes, false, "nothing: sendrecv has no in-place form");
+      return c.overlap(one, rbytes);
     }
   }
   return fail(PG_ERR_INTERNAL, "%s: unknown operation", fn);

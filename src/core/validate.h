@@ -8,8 +8,9 @@ struct pg_strategy;
 namespace pg {
 
 // PG_ERR_INVALID_ARGUMENT (or PG_ERR_UNSUPPORTED for a dtype/op pair that does
-// not exist) with a message that starts with `fn`. Local.
-pg_status validate(const char *fn, const pg_strategy *s, const CollArgs &a);
+// not exist) with a message that starts with `fn`. Local. Works out the call's
+// in-place layout (args->in_place) on the way: the one place it is computed.
+pg_status validate(const char *fn, const pg_strategy *s, CollArgs *args);
 // A dtype inside the enum.
 pg_status validate_dtype(const char *fn, pg_dtype dtype);
 // The dtype and op of a reduction: inside the enums, and a pair that exists.

@@ -33,9 +33,15 @@ pg_status build_layout(MPI_Comm comm, int ranks_per_node, Layout *out) {
   PG_MPI_CHECK(MPI_Comm_split(comm, l.local_rank, l.node_rank, &l.rail_comm));
   PG_MPI_CHECK(MPI_Comm_set_errhandler(l.rail_comm, MPI_ERRORS_RETURN));
 
-  int sizes[2] = {l.local_size, -l.local_size}, extremes[2];
-  PG_MPI_CHECK(MPI_Allreduce(sizes, extremes, 2, MPI_INT, MPI_MAX, comm));
-  l.irregular = extremes[0] != -extremes[1];
+  // Every rank's place: whether the layout is regular, and who sits where.
+  const int mine[3] = {l.node_rank, l.local_rank, l.local_size};
+  std::vector<int> all(3 * static_cast<std::size_t>(size));
+  PG_MPI_CHECK(MPI_Allgather(mine, 3, MPI_INT, all.data(), 3, MPI_INT, comm));
+  for (int r = 0; r < size; ++r) l.irregular = l.irregular || all[3 * r + 2] != l.local_size;
+  if (!l.irregular) {
+    l.rank_of.assign(static_cast<std::size_t>(size), 0);
+    for (int r = 0; r < size; ++r) l.rank_of[static_cast<std::size_t>(all[3 * r] * l.local_size + all[3 * r + 1])] = r;
+  }
   *out = l;
   return PG_OK;
 }
@@ -58,6 +64,7 @@ Layout single_node_layout(MPI_Comm node) {
   l.rail_comm = MPI_COMM_SELF;
   MPI_Comm_rank(node, &l.local_rank);
   MPI_Comm_size(node, &l.local_size);
+  for (int r = 0; r < l.local_size; ++r) l.rank_of.push_back(r);
   return l;
 }
 
@@ -67,6 +74,7 @@ Layout one_rank_per_node_layout(MPI_Comm rail) {
   l.rail_comm = rail;
   MPI_Comm_rank(rail, &l.node_rank);
   MPI_Comm_size(rail, &l.node_count);
+  for (int r = 0; r < l.node_count; ++r) l.rank_of.push_back(r);
   return l;
 }
 

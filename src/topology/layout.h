@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include <vector>
+
 #include "pg_strategy.h"
 
 namespace pg::topology {
@@ -14,9 +16,14 @@ struct Layout {
   int local_rank = 0, local_size = 1;
   int node_rank = 0, node_count = 1;
   bool irregular = false;              // nodes hold different numbers of ranks
+  // Regular layouts: [m * local_size + l] is the rank (in the communicator the
+  // layout describes) of local rank l on node m, so the node's ranks are known
+  // without asking. Empty for irregular layouts.
+  std::vector<int> rank_of;
 };
 
-// Collective over comm. ranks_per_node 0: nodes are MPI_COMM_TYPE_SHARED
+// Collective over comm (one allgather tells every rank every rank's place).
+// ranks_per_node 0: nodes are MPI_COMM_TYPE_SHARED
 // domains; k > 0: virtual nodes of k consecutive ranks (the last may be smaller).
 pg_status build_layout(MPI_Comm comm, int ranks_per_node, Layout *out);
 // Duplicates node and rail communicators (a backend instance gets its own).

@@ -148,7 +148,7 @@ std::vector<std::unique_ptr<Backend>> open_backends(const std::vector<std::strin
                                                     const SetupInfo &info,
                                                     std::vector<std::string> *skipped);
 
-// Agreement over `comm` (pg::agree): `local` is "" when this rank succeeded.
+// Agreement over `comm`: `local` is "" when this rank succeeded.
 // Returns "" when every rank did, else the same message on every rank, naming
 // the ranks that failed (unless all did) and why.
 std::string agree_on_failure(MPI_Comm comm, const std::string &local);

@@ -1,9 +1,9 @@
 // Backend selection: names to backends, the default list, and setup that all
 // ranks agree on.
+#include <climits>
 #include <cstring>
 
 #include "backend.h"
-#include "core/agree.h"
 
 namespace pgbench {
 namespace {
@@ -45,8 +45,23 @@ void Backend::copy_in(void *dst, const void *host, size_t bytes) { std::memcpy(d
 void Backend::copy_out(void *host, const void *src, size_t bytes) { std::memcpy(host, src, bytes); }
 
 std::string agree_on_failure(MPI_Comm comm, const std::string &local) {
-  if (pg::agree(comm, local.empty() ? PG_OK : PG_ERR_BACKEND, local) == PG_OK) return "";
-  return pg_last_error();
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int mine[2] = {local.empty() ? INT_MAX : rank, local.empty() ? 0 : 1};
+  int first = INT_MAX, failed = 0;
+  MPI_Allreduce(&mine[0], &first, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(&mine[1], &failed, 1, MPI_INT, MPI_SUM, comm);
+  if (failed == 0) return "";
+  // The first failing rank's message, on every rank.
+  int len = rank == first ? static_cast<int>(local.size()) : 0;
+  MPI_Bcast(&len, 1, MPI_INT, first, comm);
+  std::string why(static_cast<std::size_t>(len), '\0');
+  if (rank == first) why = local;
+  MPI_Bcast(&why[0], len, MPI_CHAR, first, comm);
+  if (failed == size) return why;
+  return "rank " + std::to_string(first) + (failed > 1 ? " and " + std::to_string(failed - 1) + " more" : "") +
+         ": " + why;
 }
 
 std::vector<std::string> default_backends(bool cuda) {

@@ -14,7 +14,6 @@
 #include <cstring>
 
 #include "backend.h"
-#include "core/dtype.h"
 #include "gloo_mesh.h"
 
 namespace pgbench {
@@ -73,7 +72,7 @@ class GlooRaw : public Backend {
   std::string run_gloo(const Call &c) {
     auto *recv = static_cast<uint8_t *>(c.recv);
     auto *send = static_cast<uint8_t *>(const_cast<void *>(c.send));
-    const size_t bytes = c.count * pg::dtype_size(c.dtype);
+    const size_t bytes = c.count * pg_dtype_size(c.dtype);
     const size_t n = static_cast<size_t>(nranks_);
     switch (c.coll) {
       case Collective::Allreduce:

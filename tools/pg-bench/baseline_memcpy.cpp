@@ -14,7 +14,6 @@
 #include <memory>
 
 #include "backend.h"
-#include "core/dtype.h"
 #include "device.h"
 
 namespace pgbench {
@@ -63,7 +62,7 @@ class Memcpy : public CopyCeiling {
   }
 
   std::string run(const Call &c) override {
-    const size_t bytes = c.count * pg::dtype_size(c.dtype);
+    const size_t bytes = c.count * pg_dtype_size(c.dtype);
     if (cuda_) stream_->copy_async(c.recv, device_source_, bytes);
     else std::memcpy(c.recv, source_.data(), bytes);
     return "";
@@ -112,7 +111,7 @@ class MemcpyPinned : public CopyCeiling {
   // Down from a source of its own, up into the row's buffer: the two copies
   // never touch the same memory.
   std::string run(const Call &c) override {
-    const size_t bytes = c.count * pg::dtype_size(c.dtype);
+    const size_t bytes = c.count * pg_dtype_size(c.dtype);
     down_->copy_async(host_down_, device_source_, bytes);
     up_->copy_async(c.recv, host_up_, bytes);
     return "";

@@ -1,15 +1,13 @@
 // mpi-raw: the MPI library called directly on a duplicate of MPI_COMM_WORLD —
 // what the mpi backend would cost if it added nothing. Types and operators are
-// the library's own mapping (src/backends/mpi/mpi_types.h: fp16/bf16 through
+// the library's own (pg_mpi_datatype, pg_mpi_op: fp16/bf16 through
 // user-defined operators that combine in float); avg is a sum followed by a
-// local division.
+// local division (pg_reduce_finish).
 #include <climits>
 #include <cstring>
 
 #include "backend.h"
-#include "backends/mpi/mpi_types.h"
-#include "core/dtype.h"
-#include "core/reduce.h"
+#include "pg_backend.h"
 
 namespace pgbench {
 namespace {
@@ -50,16 +48,17 @@ class MpiRaw : public MpiBarrierBackend {
     if (sizeof(Count) < sizeof(size_t) && c.count > static_cast<size_t>(INT_MAX))
       return "count " + std::to_string(c.count) + " exceeds INT_MAX and this MPI has no large-count calls";
     const auto n = static_cast<Count>(c.count);
-    const MPI_Datatype type = pg::mpi::datatype(c.dtype);
+    MPI_Datatype type = MPI_DATATYPE_NULL;
     MPI_Op op = MPI_OP_NULL;
-    if (pg::mpi::operation(c.dtype, c.op, &op) != PG_OK) return "MPI_Op_create failed";
-    const size_t es = pg::dtype_size(c.dtype);
+    if (pg_mpi_datatype(c.dtype, &type) != PG_OK || pg_mpi_op(c.dtype, c.op, &op) != PG_OK)
+      return std::string("no MPI type or operation: ") + pg_last_error();
+    const size_t es = pg_dtype_size(c.dtype);
     int rc = MPI_SUCCESS;
     switch (c.coll) {
       case Collective::Allreduce:
         rc = PGB_MPI(MPI_Allreduce)(c.in_place ? MPI_IN_PLACE : c.send, c.recv, n, type,
                                     op, comm_);
-        if (rc == MPI_SUCCESS) pg::reduce_finish(c.dtype, c.op, c.recv, c.count, nranks_);
+        if (rc == MPI_SUCCESS) pg_reduce_finish(c.dtype, c.op, c.recv, c.count, nranks_);
         break;
       case Collective::Allgather:
         rc = PGB_MPI(MPI_Allgather)(c.in_place ? MPI_IN_PLACE : c.send, n, type, c.recv, n, type,
@@ -77,7 +76,7 @@ class MpiRaw : public MpiBarrierBackend {
           rc = PGB_MPI(MPI_Reduce_scatter_block)(c.send, c.recv, n, type, op,
                                                  comm_);
         }
-        if (rc == MPI_SUCCESS) pg::reduce_finish(c.dtype, c.op, c.recv, c.count, nranks_);
+        if (rc == MPI_SUCCESS) pg_reduce_finish(c.dtype, c.op, c.recv, c.count, nranks_);
         break;
       case Collective::Broadcast:
         rc = PGB_MPI(MPI_Bcast)(c.recv, n, type, c.root, comm_);

@@ -8,11 +8,22 @@
 
 #include "backend.h"
 #include "device.h"
-#include "backends/nccl/nccl_types.h"
-#include "core/dtype.h"
 
 namespace pgbench {
 namespace {
+
+// NCCL's type of each pg_dtype, in the enum's order.
+ncclDataType_t nccl_type(pg_dtype dtype) {
+  static const ncclDataType_t types[] = {ncclInt8,    ncclUint8,    ncclInt32,   ncclUint32, ncclInt64,
+                                         ncclUint64, ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64};
+  return types[dtype];
+}
+
+// NCCL's operator of each arithmetic pg_op (bitwise ones are refused in unsupported()).
+ncclRedOp_t nccl_op(pg_op op) {
+  static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax, ncclAvg};
+  return op <= PG_AVG ? ops[op] : ncclSum;
+}
 
 class NcclRaw : public Backend {
  public:
@@ -79,10 +90,9 @@ class NcclRaw : public Backend {
   void copy_out(void *host, const void *src, size_t bytes) override { device::copy(host, src, bytes); }
 
   std::string run(const Call &c) override {
-    const ncclDataType_t t = pg::nccl::datatype(c.dtype);
-    ncclRedOp_t op = ncclSum;  // bitwise operators are refused in unsupported()
-    pg::nccl::reduction(c.op, &op);
-    const size_t es = pg::dtype_size(c.dtype);
+    const ncclDataType_t t = nccl_type(c.dtype);
+    const ncclRedOp_t op = nccl_op(c.op);
+    const size_t es = pg_dtype_size(c.dtype);
     ncclResult_t r = ncclSuccess;
     switch (c.coll) {
       case Collective::Allreduce:

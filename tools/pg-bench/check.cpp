@@ -5,9 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/dtype.h"
-#include "core/half.h"
-#include "core/reduce.h"
+#include "pg_backend.h"
 
 namespace pgbench {
 namespace {
@@ -30,37 +28,15 @@ double source(int r, size_t j) { return static_cast<double>((13 * static_cast<si
 
 // Element `i` of a buffer of `dtype`, as a double (exact for every type).
 double load_as_double(pg_dtype dtype, const void *buf, size_t i) {
-  switch (dtype) {
-    case PG_INT8: return static_cast<const int8_t *>(buf)[i];
-    case PG_UINT8: return static_cast<const uint8_t *>(buf)[i];
-    case PG_INT32: return static_cast<const int32_t *>(buf)[i];
-    case PG_UINT32: return static_cast<const uint32_t *>(buf)[i];
-    case PG_INT64: return static_cast<double>(static_cast<const int64_t *>(buf)[i]);
-    case PG_UINT64: return static_cast<double>(static_cast<const uint64_t *>(buf)[i]);
-    case PG_FLOAT16: return pg::half_to_float(static_cast<const uint16_t *>(buf)[i]);
-    case PG_BFLOAT16: return pg::bf16_to_float(static_cast<const uint16_t *>(buf)[i]);
-    case PG_FLOAT32: return static_cast<const float *>(buf)[i];
-    case PG_FLOAT64: return static_cast<const double *>(buf)[i];
-  }
-  return 0.0;
+  double value = 0;
+  pg_dtype_to_double(dtype, static_cast<const char *>(buf) + i * pg_dtype_size(dtype), &value, 1);
+  return value;
 }
 
-// Stores `value` as element `i`: integers wrap modulo 2^bits (through int64 and
-// the unsigned type of the width), floating types round to nearest.
+// Stores `value` as element `i`: integers wrap modulo 2^bits, floating types
+// round to nearest (pg_dtype_from_double).
 void store_from_double(pg_dtype dtype, void *buf, size_t i, double value) {
-  const auto wrapped = static_cast<uint64_t>(static_cast<int64_t>(value));
-  switch (dtype) {
-    case PG_INT8:
-    case PG_UINT8: static_cast<uint8_t *>(buf)[i] = static_cast<uint8_t>(wrapped); break;
-    case PG_INT32:
-    case PG_UINT32: static_cast<uint32_t *>(buf)[i] = static_cast<uint32_t>(wrapped); break;
-    case PG_INT64:
-    case PG_UINT64: static_cast<uint64_t *>(buf)[i] = wrapped; break;
-    case PG_FLOAT16: static_cast<uint16_t *>(buf)[i] = pg::float_to_half(static_cast<float>(value)); break;
-    case PG_BFLOAT16: static_cast<uint16_t *>(buf)[i] = pg::float_to_bf16(static_cast<float>(value)); break;
-    case PG_FLOAT32: static_cast<float *>(buf)[i] = static_cast<float>(value); break;
-    case PG_FLOAT64: static_cast<double *>(buf)[i] = value; break;
-  }
+  pg_dtype_from_double(dtype, &value, static_cast<char *>(buf) + i * pg_dtype_size(dtype), 1);
 }
 
 double epsilon(pg_dtype d) {
@@ -75,7 +51,7 @@ double epsilon(pg_dtype d) {
 }  // namespace
 
 Checker::Checker(pg_dtype dtype, pg_op op, int rank, int nranks, int root)
-    : dtype_(dtype), op_(op), rank_(rank), nranks_(nranks), root_(root), es_(pg::dtype_size(dtype)) {
+    : dtype_(dtype), op_(op), rank_(rank), nranks_(nranks), root_(root), es_(pg_dtype_size(dtype)) {
   const auto n = static_cast<size_t>(nranks);
   source_.assign(n, Pattern(kPeriod * es_));
   operand_.assign(n, Pattern(kPeriod * es_));
@@ -88,7 +64,7 @@ Checker::Checker(pg_dtype dtype, pg_op op, int rank, int nranks, int root)
   // floating values involved are exact), combining ranks in order.
   expected_ = operand_[0];
   for (size_t r = 1; r < n; ++r)
-    pg::reduce_local(dtype, op, expected_.data(), operand_[r].data(), kPeriod);
+    pg_reduce_local(dtype, op, expected_.data(), operand_[r].data(), kPeriod);
   if (op == PG_AVG) {
     expected_avg_.resize(kPeriod);
     for (size_t j = 0; j < kPeriod; ++j) {

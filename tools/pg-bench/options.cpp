@@ -8,8 +8,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "core/dtype.h"
-#include "core/text.h"
+#include "core/text.h"  // header-only string helpers
 
 namespace pgbench {
 namespace {
@@ -21,15 +20,16 @@ bool parse_int(const std::string &text, long min, long max, long *out) {
   return true;
 }
 
-// Every value of an enum that counts from 0 (pg_dtype, pg_op).
+// Every value of an enum that counts from 0 (pg_dtype, pg_op): those the
+// library has a name for.
 template <typename T>
-std::vector<T> every(int count) {
+std::vector<T> every(const char *(*name)(T)) {
   std::vector<T> all;
-  for (int v = 0; v < count; ++v) all.push_back(static_cast<T>(v));
+  for (int v = 0; std::string_view(name(static_cast<T>(v))) != "invalid"; ++v) all.push_back(static_cast<T>(v));
   return all;
 }
-const std::vector<pg_dtype> kDtypes = every<pg_dtype>(pg::kDtypeCount);
-const std::vector<pg_op> kOps = every<pg_op>(pg::kOpCount);
+const std::vector<pg_dtype> kDtypes = every<pg_dtype>(pg_dtype_name);
+const std::vector<pg_op> kOps = every<pg_op>(pg_op_name);
 
 // The library's names of `values`, comma-separated, for help and messages.
 template <typename T>
@@ -52,48 +52,20 @@ bool parse_name(const std::string &text, const std::vector<T> &values, const cha
 
 // "" when `op` applies to `dtype` (the rule of pg_strategy.h), otherwise why not.
 std::string op_dtype_mismatch(pg_dtype dtype, pg_op op) {
-  if (pg::op_supported(dtype, op)) return "";
+  if (pg_op_supported(dtype, op)) return "";
   std::vector<pg_dtype> wanted;
   for (pg_dtype d : kDtypes)
-    if (pg::is_floating(d) == (op == PG_AVG)) wanted.push_back(d);
-  return std::string("op '") + pg::op_name(op) + "' needs " +
-         (op == PG_AVG ? "a floating" : "an integer") + " type (" + names(wanted, pg::dtype_name) +
-         "), not '" + pg::dtype_name(dtype) + "'";
+    if (pg_op_supported(d, op)) wanted.push_back(d);
+  return std::string("op '") + pg_op_name(op) + "' needs " +
+         (op == PG_AVG ? "a floating" : "an integer") + " type (" + names(wanted, pg_dtype_name) +
+         "), not '" + pg_dtype_name(dtype) + "'";
 }
 
 }  // namespace
 
-bool parse_size(const std::string &text, size_t *out) {
-  const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
-  unsigned long long v = 0;
-  if (!pg::text::parse_number(std::string_view(text).substr(0, digits), &v)) return false;
-  const std::string suffix = text.substr(digits);
-  unsigned shift = 0;
-  if (!suffix.empty() && suffix != "B" && suffix != "b") {
-    switch (suffix[0]) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      default: return false;
-    }
-    const std::string rest = suffix.substr(1);
-    if (!rest.empty() && rest != "B" && rest != "iB") return false;
-  }
-  if (v > (static_cast<unsigned long long>(SIZE_MAX) >> shift)) return false;
-  *out = static_cast<size_t>(v) << shift;
-  return true;
-}
+bool parse_size(const std::string &text, size_t *out) { return pg::text::parse_size(text, out, /*spelled=*/true); }
 
-std::string human_bytes(size_t bytes) {
-  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  size_t v = bytes;
-  while (u < 4 && v >= 1024 && v % 1024 == 0) {
-    v /= 1024;
-    ++u;
-  }
-  return std::to_string(v) + " " + units[u];
-}
+std::string human_bytes(size_t bytes) { return pg::text::format_bytes(bytes); }
 
 std::vector<size_t> sweep_sizes(const Options &opts) {
   std::vector<size_t> sizes;
@@ -120,10 +92,10 @@ std::string usage_text() {
        "  -w, --warmup_iters N    untimed iterations before them (default 5)\n"
        "  -c, --check 0|1         check every result against its exact expectation (default 1)\n"
        "  -d, --datatype TYPE     "
-    << names(kDtypes, pg::dtype_name)
+    << names(kDtypes, pg_dtype_name)
     << " (default float32)\n"
        "  -o, --op OP             "
-    << names(kOps, pg::op_name)
+    << names(kOps, pg_op_name)
     << " (default sum)\n"
        "  -C, --collectives LIST  comma list of "
     << collective_names()
@@ -239,12 +211,12 @@ std::string parse_options(int argc, char **argv, Options *out) {
         o.check = value == "1";
         break;
       case 'd':
-        if (!parse_name(value, kDtypes, pg::dtype_name, &o.dtype))
-          return bad("expected one of " + names(kDtypes, pg::dtype_name));
+        if (!parse_name(value, kDtypes, pg_dtype_name, &o.dtype))
+          return bad("expected one of " + names(kDtypes, pg_dtype_name));
         break;
       case 'o':
-        if (!parse_name(value, kOps, pg::op_name, &o.op))
-          return bad("expected one of " + names(kOps, pg::op_name));
+        if (!parse_name(value, kOps, pg_op_name, &o.op))
+          return bad("expected one of " + names(kOps, pg_op_name));
         break;
       case 'C':
         o.collectives.clear();

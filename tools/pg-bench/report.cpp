@@ -4,13 +4,12 @@
 #include <cerrno>
 #include <string>
 
-#include "core/dtype.h"
 #include "timing.h"
 
 namespace pgbench {
 namespace {
 
-const char *redop_label(Collective c, pg_op op) { return is_reduction(c) ? pg::op_name(op) : "none"; }
+const char *redop_label(Collective c, pg_op op) { return is_reduction(c) ? pg_op_name(op) : "none"; }
 
 std::string rstrip(std::string s) {
   while (!s.empty() && s.back() == ' ') s.pop_back();
@@ -97,7 +96,7 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
   std::fprintf(out_, "# pg-bench, pgstrategy %d.%d.%d: %d ranks\n", major, minor, patch, nranks);
   std::fprintf(out_, "# MPI: %s (thread level %s)\n", mpi_line.c_str(), levels[level]);
   std::fprintf(out_, "# device %s, dtype %s, op %s, sizes %s to %s (x%llu), %d iterations after %d warm-up, %d repetition%s, check %s\n",
-               opts_.device.c_str(), pg::dtype_name(opts_.dtype), pg::op_name(opts_.op), human_bytes(opts_.min_bytes).c_str(),
+               opts_.device.c_str(), pg_dtype_name(opts_.dtype), pg_op_name(opts_.op), human_bytes(opts_.min_bytes).c_str(),
                human_bytes(opts_.max_bytes).c_str(), static_cast<unsigned long long>(opts_.factor),
                opts_.iters, opts_.warmup, opts_.repetitions, opts_.repetitions == 1 ? "" : "s",
                opts_.check ? "on" : "off");
@@ -153,7 +152,7 @@ void Report::rows_done(const Results &res, size_t c, size_t s) const {
       cells += buf;
     }
     if (!any) continue;
-    std::fprintf(out_, " %12zu %12zu %9s %7s %*s%s\n", l.bytes, l.count, pg::dtype_name(opts_.dtype),
+    std::fprintf(out_, " %12zu %12zu %9s %7s %*s%s\n", l.bytes, l.count, pg_dtype_name(opts_.dtype),
                  redop_label(coll, opts_.op), w, res.backends[b].c_str(), cells.c_str());
   }
   std::fflush(out_);
@@ -248,7 +247,7 @@ bool write_csv(const Results &res, const Options &opts, FILE *f) {
             if (!m.ran) continue;
             const double alg = algbw(l.bytes, m.time_us);
             std::fprintf(f, "%s,%s,%zu,%zu,%s,%s,%d,%.3f,%.6g,%.6g,%s,%d,%d\n", res.backends[b].c_str(),
-                         collective_name(coll), l.bytes, l.count, pg::dtype_name(opts.dtype),
+                         collective_name(coll), l.bytes, l.count, pg_dtype_name(opts.dtype),
                          redop_label(coll, opts.op), ip, m.time_us, alg, alg * res.busbw_factor(c, b),
                          m.checked ? std::to_string(m.wrong).c_str() : "", rep, res.nranks);
           }

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/dtype.h"
 #include "timing.h"
 
 namespace pgbench {
@@ -60,7 +59,7 @@ void *host_alloc(size_t bytes) {
 std::vector<std::vector<Layout>> plan_layouts(const Options &opts, int nranks, size_t *max_bytes) {
   std::vector<std::vector<Layout>> plan;
   *max_bytes = 0;
-  const size_t es = pg::dtype_size(opts.dtype);
+  const size_t es = pg_dtype_size(opts.dtype);
   for (Collective c : opts.collectives) {
     std::vector<Layout> layouts;
     for (size_t bytes : sweep_sizes(opts)) {

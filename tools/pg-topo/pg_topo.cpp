@@ -6,7 +6,11 @@
 //    nearest NIC, launcher;
 // 2. per device (cpu, cuda): the backend a strategy would get, by which rule,
 //    and whether a strategy for it can be created here;
-// 3. the hierarchical plan: nodes x ranks per node, the rails, regular or not.
+// 3. the hierarchical plan: nodes x ranks per node, the rails, regular or not;
+// 4. the settings: every PGS_* variable, as set or with its default.
+//
+// A client of the installed library like any other: what it prints comes from
+// pg_strategy_info.
 //
 // Exit status: 0; 1 when the environment is bad (a PGS_* value, an unreadable
 // PGS_TOPOLOGY_XML) or no CPU strategy can be created — every rank agrees, so
@@ -16,23 +20,15 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/params.h"
-#include "core/selection.h"
-#include "core/status.h"
-#include "core/text.h"
+#include "core/text.h"  // header-only string helpers
 #include "pg_strategy.h"
-#include "topology/machine.h"
 
 namespace {
-
-namespace topo = pg::topology;
 
 const char kUsage[] =
     "usage: pg-topo [--no-probe]\n"
@@ -79,6 +75,13 @@ int fail_all(bool ok, int rank, const std::string &what) {
   return 1;
 }
 
+// One pg_strategy_info answer.
+std::string info(const pg_strategy *s, const char *key) {
+  char text[4096] = "";
+  if (pg_strategy_info(s, key, text, sizeof text) != PG_OK) return std::string("? (") + pg_last_error() + ")";
+  return text;
+}
+
 // "available (cuda:1)" or "unavailable: <why>", by creating a strategy with
 // the backend the rules choose (collective).
 std::string probe(const char *device) {
@@ -113,12 +116,9 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-  // Settings first: a bad PGS_* value is reported by name on every rank.
-  pg::params::Settings settings;
-  bool ok = pg::params::read(&settings) == PG_OK;
-  if (int rc = fail_all(ok, rank, ok ? "" : pg::last_error())) return rc;
-
-  // The layout through the public API ("mpi" always serves cpu).
+  // The layout and what the library sees, through the public API ("mpi"
+  // always serves cpu). A bad PGS_* value fails the create on every rank,
+  // with the variable named.
   pg_strategy *s = nullptr;
   pg_status st = pg_strategy_create("cpu", "mpi", &s);
   if (int rc = fail_all(st == PG_OK, rank,
@@ -127,55 +127,16 @@ int main(int argc, char **argv) {
   int local_rank = pg_strategy_local_rank(s), local_size = pg_strategy_local_size(s);
   int node = pg_strategy_node_rank(s), nodes = pg_strategy_node_count(s);
 
-  std::shared_ptr<const topo::Machine> machine;
-  ok = topo::load_machine(settings.topology_xml, &machine) == PG_OK;
-  if (int rc = fail_all(ok, rank, ok ? "" : pg::last_error())) {
-    pg_strategy_destroy(s);
-    return rc;
-  }
-
   // This rank's line.
-  char host[MPI_MAX_PROCESSOR_NAME] = "";
-  int host_len = 0;
-  MPI_Get_processor_name(host, &host_len);
-  const topo::Gpu *gpu = nullptr;
-  std::string gpu_text = "none";
-  if (!machine->gpus.empty()) {
-    int cuda_index = -1;
-    if (topo::choose_gpu(*machine, local_rank, local_size, &cuda_index, &gpu) == PG_OK)
-      gpu_text = "cuda:" + std::to_string(cuda_index) + " " + gpu->pci_bus_id +
-                 (gpu->numa >= 0 ? " NUMA " + std::to_string(gpu->numa) : std::string(""));
-    else
-      gpu_text = "none (" + pg::last_error() + ")";
-  }
-  topo::Binding binding = topo::choose_binding(*machine, settings.bind, local_rank, gpu);
-  std::string bind_text = topo::describe_binding(binding);
-  if (machine->from_xml) {
-    if (binding.numa >= 0) bind_text += " [from XML, not applied]";
-  } else {
-    std::string now = topo::current_cpubind();
-    if (!now.empty()) bind_text += " [cpus now " + now + "]";
-  }
-  const topo::Nic *nic = topo::nic_for_rank(*machine, gpu, binding);
-  std::string nic_text = "none";
-  if (nic) {
-    nic_text = nic->name;
-    if (!nic->netdev.empty()) nic_text += "/" + nic->netdev;
-    if (gpu) nic_text += std::string(" (") + topo::nic_rule_name(gpu->nic_rule) + ")";
-  }
-  topo::Launcher launcher = topo::detect_launcher();
-  char line[4096];
-  std::snprintf(line, sizeof line,
-                "rank %d: host=%s node=%d local=%d/%d bind=%s gpu=%s nic=%s launcher=%s", rank,
-                host, node, local_rank, local_size, bind_text.c_str(), gpu_text.c_str(),
-                nic_text.c_str(), topo::describe_launcher(launcher).c_str());
-
+  char line[8192];
+  std::snprintf(line, sizeof line, "rank %d: host=%s node=%d local=%d/%d bind=%s gpu=%s nic=%s launcher=%s", rank,
+                info(s, "host").c_str(), node, local_rank, local_size, info(s, "binding").c_str(),
+                info(s, "gpu").c_str(), info(s, "nic").c_str(), info(s, "launcher").c_str());
   std::vector<std::string> lines = gather(line, rank, size);
-  std::vector<std::string> warnings =
-      gather(topo::launcher_warning(launcher, rank, size, topo::running_mpi_library()), rank, size);
+  std::vector<std::string> warnings = gather(info(s, "launcher_warning"), rank, size);
   if (rank == 0) {
     std::printf("pg-topo: %d rank%s; topology of rank 0 from %s\n", size, size == 1 ? "" : "s",
-                topo::describe_machine(*machine).c_str());
+                info(s, "machine").c_str());
     for (const std::string &l : lines) std::printf("%s\n", l.c_str());
     // The launcher and MPI disagree: say so here, whatever PGS_LOG is.
     int first = -1, count = 0;
@@ -193,13 +154,9 @@ int main(int argc, char **argv) {
   // Devices: the rule is evaluated on every rank (same environment); the
   // probes are collective.
   for (const char *device : {"cpu", "cuda"}) {
-    pg::Device d;
-    pg::parse_device(device, &d);
-    pg::Selection sel = pg::select_backend(d, nullptr, settings);
+    const std::string chosen = info(s, (std::string("backend:") + device).c_str());
     std::string avail = run_probe ? probe(device) : std::string("not probed");
-    if (rank == 0)
-      std::printf("device %s: backend %s (%s): %s\n", device, sel.backend.c_str(),
-                  sel.rule.c_str(), avail.c_str());
+    if (rank == 0) std::printf("device %s: backend %s: %s\n", device, chosen.c_str(), avail.c_str());
   }
 
   // The plan.
@@ -219,10 +176,7 @@ int main(int argc, char **argv) {
       count_texts.push_back(std::to_string(counts.back()));
     }
     bool regular = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts[0]; });
-    std::string how = settings.ranks_per_node > 0
-                          ? "virtual nodes of PGS_RANKS_PER_NODE=" +
-                                std::to_string(settings.ranks_per_node) + " consecutive ranks"
-                          : std::string("shared-memory domains");
+    const std::string how = info(s, "nodes");
     if (regular) {
       std::printf("plan: %d node%s x %d rank%s per node (regular; %s)\n", nodes,
                   nodes == 1 ? "" : "s", counts[0], counts[0] == 1 ? "" : "s", how.c_str());
@@ -234,6 +188,10 @@ int main(int argc, char **argv) {
       std::printf("  node %d: ranks %s\n", n.first, pg::text::join(n.second, " ").c_str());
     for (auto &r : by_rail)
       std::printf("  rail %d: ranks %s\n", r.first, pg::text::join(r.second, " ").c_str());
+    // The settings in effect: every PGS_* variable the library reads.
+    std::printf("settings:\n");
+    for (const std::string &l : pg::text::split(info(s, "settings"), '\n'))
+      if (!l.empty()) std::printf("  %s\n", l.c_str());
     std::fflush(stdout);
   }
 

@@ -1,9 +1,14 @@
-// fairring's algorithms: what each is called, when it is chosen and what it
-// does (pg_strategy_describe prints this table with the plan). Each lives in
-// its own file; docs/algorithms.md has their steps and bytes moved.
+// fairring's algorithms in one table: what each is called, when the rule
+// chooses it, what it does, and the predicates the code chooses with, so that
+// pg_strategy_describe, docs/algorithms.md and the choice cannot drift apart.
+// Each algorithm lives in its own file; docs/algorithms.md has their steps and
+// bytes moved. PGS_FAIRRING_ALGO forces one by name.
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/backend.h"
 
@@ -11,34 +16,45 @@ namespace pg::fairring {
 
 enum class Algorithm { flat, hierarchical, leaders };
 
+// What the rule needs to know of a strategy, fixed at creation.
+struct Situation {
+  bool cuda = false;
+  bool irregular = false;      // nodes hold different numbers of ranks
+  bool transport = false;      // a node transport exists (what hierarchical runs on)
+  int size = 1;                // ranks
+  std::size_t min_bytes = 0;   // PGS_FAIRRING_MIN_BYTES in effect
+};
+
 struct AlgorithmInfo {
   Algorithm algorithm;
   const char *name;
-  const char *when;
-  const char *what;
+  const char *when;   // when the automatic rule chooses it
+  const char *needs;  // what it needs to run at all (a forced algorithm is checked against it)
+  const char *what;   // what it does
+  // Whether it can run this call here.
+  bool (*fits)(const Situation &, const CollArgs &);
+  // Whether the automatic rule takes it (rows are tried in order; flat when none does).
+  bool (*chosen)(const Situation &, const CollArgs &);
 };
-
-constexpr AlgorithmInfo kAlgorithms[] = {
-    {Algorithm::flat, "flat",
-     "below PGS_FAIRRING_MIN_BYTES, one rank per node, or reduce_scatter/allgather on irregular layouts; "
-     "on CUDA also one node, irregular layouts, reduce_scatter, allgather and bitwise operators",
-     "the device default's algorithm on every rank at once (MPI; NCCL on CUDA)"},
-    {Algorithm::hierarchical, "hierarchical",
-     "regular layouts with several ranks per node, from PGS_FAIRRING_MIN_BYTES; on CUDA allreduce "
-     "across several nodes",
-     "reduce-scatter in the node (shared memory; NCCL on CUDA), the shard over its rail (MPI), "
-     "all-gather in the node; sliced and pipelined (allreduce_hierarchical.cpp, "
-     "reduce_scatter_hierarchical.cpp, allgather_hierarchical.cpp; cuda_transport.cpp)"},
-    {Algorithm::leaders, "leaders",
-     "allreduce on irregular layouts (nodes with different numbers of ranks), from PGS_FAIRRING_MIN_BYTES",
-     "reduce to each node's first rank, allreduce among those, broadcast in the node "
-     "(allreduce_leaders.cpp)"},
-};
-
-const AlgorithmInfo &info(Algorithm algorithm);
 
 // The bytes a collective's size is measured in (as nccl-tests does): the
 // buffer of allreduce, the whole (all ranks') buffer of reduce_scatter and allgather.
 std::size_t message_bytes(const CollArgs &a, int ranks);
+
+const AlgorithmInfo &info(Algorithm algorithm);
+// "auto" and every algorithm's name: what PGS_FAIRRING_ALGO takes.
+std::vector<const char *> algorithm_choices();
+// The algorithm named `name` ("flat", "hierarchical", "leaders"), if any.
+std::optional<Algorithm> algorithm_named(const std::string &name);
+
+// The algorithm for one call: `forced` when it fits the call (flat otherwise),
+// else the first row whose rule takes it.
+Algorithm choose(const Situation &s, const CollArgs &a, std::optional<Algorithm> forced);
+// At creation: PG_ERR_INVALID_ARGUMENT naming PGS_FAIRRING_ALGO when the forced
+// algorithm cannot run an allreduce here, with what it needs and what can.
+pg_status check_forced(const Situation &s, std::optional<Algorithm> forced);
+// The rule in words, for pg_strategy_describe ("allreduce: flat below 32 KiB,
+// hierarchical from there").
+std::string describe_rule(const Situation &s, std::optional<Algorithm> forced);
 
 }  // namespace pg::fairring

@@ -42,9 +42,7 @@ std::unique_ptr<Plan> allgather_plan(const CollArgs &args, const Shape &shape, s
   auto plan = std::make_unique<AllgatherPlan>(args, shape);
   // A rank's rail result (one range of each of M blocks) fills one slot.
   plan->cut(slot_bytes / (plan->esize * static_cast<std::size_t>(shape.nodes)));
-  const std::size_t block = args.count * plan->esize;
-  plan->in_place = args.send == plan->recv() + static_cast<std::size_t>(shape.rank) * block;
-  plan->gathered_bytes = block * static_cast<std::size_t>(shape.size);
+  plan->gathered_bytes = args.count * plan->esize * static_cast<std::size_t>(shape.size);
   return plan;
 }
 

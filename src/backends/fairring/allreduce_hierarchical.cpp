@@ -31,7 +31,8 @@ class AllreducePlan final : public Plan {
   pg_status rail_step(std::size_t k, char *shard, Backend &rail, std::unique_ptr<Request> *out) override {
     const std::size_t n = piece_len(k, shape.local);
     if (shape.nodes == 1 || n == 0) return PG_OK;
-    return rail.start(CollArgs::reduction(Coll::allreduce, shard, shard, n, args.dtype, combine_op()), out);
+    return rail.start(CollArgs::reduction(Coll::allreduce, shard, shard, n, args.dtype, combine_op()).placed(shape.node),
+                      out);
   }
 
   void finish(std::size_t k, char *shard) override {
@@ -54,7 +55,6 @@ std::unique_ptr<Plan> allreduce_plan(const CollArgs &args, const Shape &shape, s
   // needs them on CUDA).
   const std::size_t fits = slot_bytes / plan->esize, g = static_cast<std::size_t>(shape.local_size);
   plan->cut(fits >= g ? fits / g * g : fits);
-  plan->in_place = args.send == args.recv;
   plan->gathered_bytes = args.count * plan->esize;
   return plan;
 }

@@ -10,9 +10,9 @@ namespace pg::fairring {
 
 pg_status allreduce_leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail) {
   const pg_op combine = combining_op(a.op);
-  PG_CHECK(node.run(CollArgs::reduction(Coll::reduce, a.send, a.recv, a.count, a.dtype, combine, 0)));
+  PG_CHECK(node.run(CollArgs::reduction(Coll::reduce, a.send, a.recv, a.count, a.dtype, combine, 0).placed(shape.local)));
   if (shape.local == 0) {
-    PG_CHECK(rail.run(CollArgs::reduction(Coll::allreduce, a.recv, a.recv, a.count, a.dtype, combine)));
+    PG_CHECK(rail.run(CollArgs::reduction(Coll::allreduce, a.recv, a.recv, a.count, a.dtype, combine).placed(shape.node)));
     reduce_finish(a.dtype, a.op, a.recv, a.count, shape.size);
   }
   return node.run(CollArgs::movement(Coll::broadcast, nullptr, a.recv, a.count, a.dtype, 0));

@@ -44,9 +44,9 @@
 #include <utility>
 #include <vector>
 
-#include "backends/mpi/cuda_aware.h"
-#include "backends/mpi/mpi_types.h"
-#include "backends/nccl/nccl_check.h"
+#include "mpi/cuda_aware.h"
+#include "mpi/types.h"
+#include "cuda/check.h"
 #include "core/agree.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -93,7 +93,7 @@ class CudaTransport final : public NodeTransport {
         gpu_(std::make_unique<Gpu>()) {}
 
   ~CudaTransport() override {
-    nccl::DeviceGuard guard(device_);
+    cuda::DeviceGuard guard(device_);
     for (cudaStream_t s : {gpu_->rs.get(), gpu_->d2h.get(), gpu_->h2d.get(), gpu_->ag.get()})
       if (s) cudaStreamSynchronize(s);
     gpu_.reset();

@@ -12,35 +12,26 @@
 #include "core/dtype.h"
 #include "core/instance.h"
 #include "core/status.h"
+#include "core/text.h"
 
 namespace pg::fairring {
 
-const AlgorithmInfo &info(Algorithm algorithm) {
-  for (const AlgorithmInfo &a : kAlgorithms)
-    if (a.algorithm == algorithm) return a;
-  return kAlgorithms[0];
-}
-
-std::size_t message_bytes(const CollArgs &a, int ranks) {
-  const std::size_t bytes = a.count * dtype_size(a.dtype);
-  return a.coll == Coll::allreduce ? bytes : bytes * static_cast<std::size_t>(ranks);
-}
-
 namespace {
-
-std::string bytes_text(std::size_t b) {
-  if (b >= (std::size_t(1) << 20) && b % (std::size_t(1) << 20) == 0) return std::to_string(b >> 20) + " MiB";
-  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
-  return std::to_string(b) + " B";
-}
 
 class FairringBackend final : public Backend {
  public:
   pg_status init(const MakeArgs &args) {
     const pg_backend_context &c = args.ctx;
-    cuda_ = c.device_index >= 0;
-    settings_ = args.settings_of<Settings>("fairring").for_device(cuda_);
-    PG_CHECK(learn_shape(c));
+    const bool cuda = c.device_index >= 0, irregular = args.layout.irregular;
+    settings_ = args.settings_of<Settings>("fairring").for_device(cuda);
+    learn_shape(c, args.layout);
+    // Shared memory inside nodes of several ranks (CPU); NCCL inside the node
+    // with MPI across several nodes (CUDA). Regular layouts only.
+    const bool transport = !irregular && (cuda ? shape_.nodes > 1 : shape_.local_size > 1);
+    situation_ = {cuda, irregular, transport, c.size, *settings_.min_bytes};
+    // The same on every rank (the layout and the settings are agreed), so
+    // every rank fails together, before anything is made.
+    PG_CHECK(check_forced(situation_, settings_.algorithm));
     // The sub-instances, through the library's own factory: the device default
     // (mpi, or nccl on CUDA) on the whole communicator; mpi on the node (CPU)
     // and on the rail, on host memory.
@@ -48,18 +39,18 @@ class FairringBackend final : public Backend {
     host.cuda = false;
     host.device_index = -1;
     host.stream = nullptr;
-    PG_CHECK(make_instance(cuda_ ? "nccl" : "mpi", c.comm, layout_of(c), args.env, &flat_));
-    if (!cuda_) PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), host, &node_));
+    PG_CHECK(make_instance(cuda ? "nccl" : "mpi", c.comm, args.layout, args.env, &flat_));
+    if (!cuda) PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), host, &node_));
     PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host, &rail_));
-    if (!irregular_ && !cuda_ && shape_.local_size > 1) {
+    if (transport && !cuda) {
       // A slot holds a slice, or a whole rank's share of one element per block.
-      const std::size_t slot = std::max<std::size_t>(settings_.slice_bytes, 8 * static_cast<std::size_t>(c.size));
+      const std::size_t slot = std::max<std::size_t>(*settings_.slice_bytes, 8 * static_cast<std::size_t>(c.size));
       std::unique_ptr<ShmTransport> shm;
       PG_CHECK(ShmTransport::create(c.node_comm, slot, settings_.inflight, args.env.memory, &shm));
       transport_ = std::move(shm);
     }
-    if (!irregular_ && cuda_ && shape_.nodes > 1)
-      PG_CHECK(make_cuda_transport(c, args.env, settings_.slice_bytes, settings_.inflight, &transport_));
+    if (transport && cuda)
+      PG_CHECK(make_cuda_transport(c, args.env, *settings_.slice_bytes, settings_.inflight, &transport_));
     if (transport_) schedule_ = std::make_unique<Schedule>(*transport_, *rail_->backend, settings_.inflight);
     memory_ = args.env.memory;
     return PG_OK;
@@ -80,7 +71,7 @@ class FairringBackend final : public Backend {
   }
 
   pg_status run(const CollArgs &a) override {
-    switch (choose(a)) {
+    switch (choose(situation_, a, settings_.algorithm)) {
       case Algorithm::hierarchical: return hierarchical(a)->wait();
       case Algorithm::leaders: return allreduce_leaders(a, shape_, *node_->backend, *rail_->backend);
       case Algorithm::flat: break;
@@ -89,7 +80,7 @@ class FairringBackend final : public Backend {
   }
 
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
-    switch (choose(a)) {
+    switch (choose(situation_, a, settings_.algorithm)) {
       case Algorithm::hierarchical: *out = hierarchical(a); return PG_OK;
       case Algorithm::leaders: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
       case Algorithm::flat: break;
@@ -98,7 +89,7 @@ class FairringBackend final : public Backend {
   }
 
   pg_status set_stream(void *stream) override {
-    if (!cuda_) return Backend::set_stream(stream);
+    if (!situation_.cuda) return Backend::set_stream(stream);
     PG_CHECK(flat_->backend->set_stream(stream));
     if (transport_) transport_->set_stream(stream);
     return PG_OK;
@@ -113,57 +104,30 @@ class FairringBackend final : public Backend {
   std::string describe() const override {
     const std::string nodes = std::to_string(shape_.nodes) + " node" + (shape_.nodes == 1 ? "" : "s");
     std::string d = "fairring plan: ";
-    if (irregular_)
-      d += nodes + " with different numbers of ranks (irregular: allreduce over the nodes' first ranks)";
+    if (situation_.irregular)
+      d += nodes + " with different numbers of ranks (irregular)";
     else
       d += nodes + " x " + std::to_string(shape_.local_size) + " ranks per node, " +
            std::to_string(shape_.local_size) + " rails of " + std::to_string(shape_.nodes);
-    d += ", slices of " + bytes_text(settings_.slice_bytes) + ", " + std::to_string(settings_.inflight) +
-         " in flight, " +
-         (cuda_ ? "NCCL in the node, MPI on the rails through pinned host memory (device memory where MPI is "
-                  "CUDA-aware)"
-                : "shared memory in the node") +
-         "; allreduce: ";
-    const Algorithm big = hierarchical_from_min(Coll::allreduce);
-    if (big == Algorithm::flat)
-      return d + "flat at every size (" + (cuda_ ? "NCCL's own: one node, or an irregular layout" : "one rank per node") + ")";
-    return d + "flat below " + bytes_text(settings_.min_bytes) + ", " + info(big).name + " from there";
+    return d + ", slices of " + text::format_bytes(*settings_.slice_bytes) + ", " +
+           std::to_string(settings_.inflight) + " in flight, " +
+           (situation_.cuda ? "NCCL in the node, MPI on the rails through pinned host memory (device memory where MPI is "
+                    "CUDA-aware)"
+                  : "shared memory in the node") +
+           "; " + describe_rule(situation_, settings_.algorithm);
   }
 
  private:
-  // Which rank sits where: the layout is agreed here (every rank learns every
-  // rank's node and local rank), so the algorithms need no communication to
-  // find a block's owner.
-  pg_status learn_shape(const pg_backend_context &c) {
+  // Which rank sits where: the layout knows every rank's node and local rank,
+  // so the algorithms need no communication to find a block's owner.
+  void learn_shape(const pg_backend_context &c, const topology::Layout &layout) {
     shape_.local = c.local_rank;
     shape_.local_size = c.local_size;
     shape_.node = c.node_rank;
     shape_.nodes = c.node_count;
     shape_.rank = c.rank;
     shape_.size = c.size;
-    std::vector<int> mine = {c.node_rank, c.local_rank, c.local_size}, all(3 * static_cast<std::size_t>(c.size));
-    PG_MPI_CHECK(MPI_Allgather(mine.data(), 3, MPI_INT, all.data(), 3, MPI_INT, c.comm));
-    for (int r = 0; r < c.size; ++r) irregular_ = irregular_ || all[3 * r + 2] != c.local_size;
-    if (irregular_) return PG_OK;
-    shape_.rank_of.assign(static_cast<std::size_t>(c.size), 0);
-    for (int r = 0; r < c.size; ++r) shape_.rank_of[static_cast<std::size_t>(all[3 * r] * c.local_size + all[3 * r + 1])] = r;
-    return PG_OK;
-  }
-
-  // The algorithm for `coll` from PGS_FAIRRING_MIN_BYTES on. CPU: shared memory
-  // inside nodes of several ranks. CUDA: allreduce across nodes; inside one
-  // node NCCL's own allreduce is what the hierarchy would do, and NCCL serves
-  // irregular layouts itself.
-  Algorithm hierarchical_from_min(Coll coll) const {
-    if (!transport_) return irregular_ && !cuda_ && coll == Coll::allreduce ? Algorithm::leaders : Algorithm::flat;
-    return !cuda_ || coll == Coll::allreduce ? Algorithm::hierarchical : Algorithm::flat;
-  }
-
-  Algorithm choose(const CollArgs &a) const {
-    if (message_bytes(a, shape_.size) < settings_.min_bytes) return Algorithm::flat;
-    // NCCL has no bitwise reductions: NCCL's flat path declines them.
-    if (cuda_ && (a.op == PG_BAND || a.op == PG_BOR || a.op == PG_BXOR)) return Algorithm::flat;
-    return hierarchical_from_min(a.coll);
+    shape_.rank_of = layout.rank_of;
   }
 
   std::unique_ptr<Request> hierarchical(const CollArgs &a) {
@@ -178,10 +142,9 @@ class FairringBackend final : public Backend {
     return schedule_->start(std::move(plan));
   }
 
-  bool cuda_ = false;
   Settings settings_;
   Shape shape_;
-  bool irregular_ = false;
+  Situation situation_;
   const Memory *memory_ = nullptr;
   std::unique_ptr<Instance> flat_, node_, rail_;
   // Declared after the instances they use, so destroyed before them.

@@ -61,7 +61,6 @@ class Plan {
   std::size_t slices = 0;
   std::uint64_t first_tick = 0;  // slice k is the node's slice first_tick + k
   SharedSpot send_spot, recv_spot;  // where the buffers lie in pg_mem_alloc's shared memory
-  bool in_place = false;             // the in-place layout of the collective
   std::size_t gathered_bytes = 0;    // bytes step (4) writes into the receive buffer
 
   const char *send() const { return static_cast<const char *>(args.send); }

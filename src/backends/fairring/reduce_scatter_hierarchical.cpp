@@ -48,7 +48,6 @@ std::unique_ptr<Plan> reduce_scatter_plan(const CollArgs &args, const Shape &sha
   auto plan = std::make_unique<ReduceScatterPlan>(args, shape);
   // A rank's contribution to a slice (every block's range) fills one slot.
   plan->cut(slot_bytes / (plan->esize * static_cast<std::size_t>(shape.size)));
-  plan->in_place = args.recv == plan->send() + static_cast<std::size_t>(shape.rank) * args.count * plan->esize;
   return plan;
 }
 

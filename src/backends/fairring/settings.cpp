@@ -1,41 +1,60 @@
 #include "backends/fairring/settings.h"
 
-#include "core/params.h"
 #include "core/status.h"
 
 namespace pg::fairring {
+namespace {
+
+std::string size_or_default(const std::optional<std::size_t> &bytes) {
+  return bytes ? std::to_string(*bytes) : std::string("default");
+}
+
+const params::Param<Settings> kRows[] = {
+    // Bounded so that the shared slots (2 x inflight x slice per rank) stay sane.
+    {"PGS_FAIRRING_SLICE_BYTES", "256K on CPU, 4M on CUDA",
+     "bytes per slice of the pipeline (one shared-memory slot on CPU)",
+     [](const char *n, const char *v, Settings *s) {
+       std::size_t bytes = 0;
+       PG_CHECK(params::parse_size(n, v, 1, Settings::kMaxSliceBytes, &bytes));
+       s->slice_bytes = bytes;
+       return PG_OK;
+     },
+     [](const Settings &s) { return size_or_default(s.slice_bytes); }},
+    {"PGS_FAIRRING_INFLIGHT", "4", "slices on the rails at once, and slots per rank",
+     [](const char *n, const char *v, Settings *s) { return params::parse_int(n, v, 1, Settings::kMaxInflight, &s->inflight); },
+     [](const Settings &s) { return std::to_string(s.inflight); }},
+    {"PGS_FAIRRING_MIN_BYTES", "32K on CPU, 8M on CUDA", "messages below this take the flat path",
+     [](const char *n, const char *v, Settings *s) {
+       std::size_t bytes = 0;
+       PG_CHECK(params::parse_size(n, v, &bytes));
+       s->min_bytes = bytes;
+       return PG_OK;
+     },
+     [](const Settings &s) { return size_or_default(s.min_bytes); }},
+    {"PGS_FAIRRING_ALGO", "auto", "auto, or one algorithm at every size (flat, hierarchical, leaders)",
+     [](const char *n, const char *v, Settings *s) {
+       int index = 0;
+       PG_CHECK(params::parse_choice(n, v, algorithm_choices(), &index));
+       s->algorithm = index == 0 ? std::nullopt : algorithm_named(v);
+       return PG_OK;
+     },
+     [](const Settings &s) { return std::string(s.algorithm ? info(*s.algorithm).name : "auto"); }},
+};
+
+}  // namespace
 
 Settings Settings::for_device(bool cuda) const {
   Settings s = *this;
-  if (s.slice_bytes == 0) s.slice_bytes = cuda ? std::size_t(4) << 20 : std::size_t(256) << 10;
-  if (!s.min_bytes_set) s.min_bytes = cuda ? std::size_t(8) << 20 : std::size_t(32) << 10;
+  if (!s.slice_bytes) s.slice_bytes = cuda ? std::size_t(4) << 20 : std::size_t(256) << 10;
+  if (!s.min_bytes) s.min_bytes = cuda ? std::size_t(8) << 20 : std::size_t(32) << 10;
   return s;
 }
 
-std::string Settings::schedule() const {
-  auto value = [](bool set, std::size_t v) { return set ? std::to_string(v) : std::string("default"); };
-  return "PGS_FAIRRING_SLICE_BYTES=" + value(slice_bytes != 0, slice_bytes) +
-         " PGS_FAIRRING_INFLIGHT=" + std::to_string(inflight) +
-         " PGS_FAIRRING_MIN_BYTES=" + value(min_bytes_set, min_bytes);
-}
+params::Listings Settings::list() const { return params::list_rows(kRows, *this); }
 
 pg_status Settings::read(std::shared_ptr<const BackendSettings> *out) {
   auto s = std::make_shared<Settings>();
-  // Bounded so that the shared slots (2 x inflight x slice per rank) stay sane.
-  if (const char *v = params::env("PGS_FAIRRING_SLICE_BYTES")) {
-    PG_CHECK(params::parse_size("PGS_FAIRRING_SLICE_BYTES", v, &s->slice_bytes));
-    if (s->slice_bytes == 0 || s->slice_bytes > kMaxSliceBytes)
-      return fail(PG_ERR_INVALID_ARGUMENT, "PGS_FAIRRING_SLICE_BYTES='%s' is not valid: expected a size from 1 to 1G", v);
-  }
-  if (const char *v = params::env("PGS_FAIRRING_INFLIGHT")) {
-    PG_CHECK(params::parse_positive_int("PGS_FAIRRING_INFLIGHT", v, &s->inflight));
-    if (s->inflight > kMaxInflight)
-      return fail(PG_ERR_INVALID_ARGUMENT, "PGS_FAIRRING_INFLIGHT='%s' is not valid: expected 1 to %d", v, kMaxInflight);
-  }
-  if (const char *v = params::env("PGS_FAIRRING_MIN_BYTES")) {
-    PG_CHECK(params::parse_size("PGS_FAIRRING_MIN_BYTES", v, &s->min_bytes));
-    s->min_bytes_set = true;
-  }
+  PG_CHECK(params::read_rows(kRows, s.get()));
   *out = std::move(s);
   return PG_OK;
 }

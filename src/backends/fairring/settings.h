@@ -1,10 +1,13 @@
-// fairring's own PGS_* variables (docs/env.md).
+// fairring's own PGS_* variables (docs/env.md), one row each in settings.cpp.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "backends/fairring/algorithms.h"
 #include "core/registry.h"
 
 namespace pg::fairring {
@@ -14,11 +17,12 @@ class Settings final : public BackendSettings {
   static constexpr std::size_t kMaxSliceBytes = std::size_t(1) << 30;
   static constexpr int kMaxInflight = 64;
 
-  // 0 when the variable is unset: for_device() puts in the device's default.
-  std::size_t slice_bytes = 0;  // PGS_FAIRRING_SLICE_BYTES
-  int inflight = 4;             // PGS_FAIRRING_INFLIGHT
-  std::size_t min_bytes = 0;    // PGS_FAIRRING_MIN_BYTES
-  bool min_bytes_set = false;   // PGS_FAIRRING_MIN_BYTES=0 is a value of its own
+  // Unset sizes: for_device() puts in the device's default.
+  std::optional<std::size_t> slice_bytes;  // PGS_FAIRRING_SLICE_BYTES
+  int inflight = 4;                        // PGS_FAIRRING_INFLIGHT
+  std::optional<std::size_t> min_bytes;    // PGS_FAIRRING_MIN_BYTES
+  std::optional<Algorithm> algorithm;      // PGS_FAIRRING_ALGO; unset (auto): the rule chooses
+  std::vector<std::string> given;          // as set, by row
 
   // These settings with each unset size replaced by the device's default:
   // slices of 256 KiB on CPU (a slot stays in cache) and 4 MiB on CUDA (each
@@ -28,7 +32,7 @@ class Settings final : public BackendSettings {
   // 6 MiB).
   Settings for_device(bool cuda) const;
 
-  std::string schedule() const override;
+  params::Listings list() const override;
   static pg_status read(std::shared_ptr<const BackendSettings> *out);
 };
 

@@ -177,7 +177,7 @@ bool ShmTransport::try_reduce(const Plan &plan, std::size_t k, char **shard) {
 
 // Out of place only: in place, the receive buffer is also the input, and its
 // lines are in cache already (streaming measured slower there).
-bool ShmTransport::streams(const Plan &plan) { return plan.gathered_bytes >= kStreamBytes && !plan.in_place; }
+bool ShmTransport::streams(const Plan &plan) { return plan.gathered_bytes >= kStreamBytes && !plan.args.in_place; }
 
 void ShmTransport::copy_shard(const Plan &plan, std::size_t k, int p, bool stream) const {
   const std::uint64_t tick = plan.first_tick + k;

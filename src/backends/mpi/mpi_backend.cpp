@@ -14,7 +14,7 @@
 #include <functional>
 #include <vector>
 
-#include "backends/mpi/mpi_types.h"
+#include "mpi/types.h"
 #include "core/dtype.h"
 #include "core/instance.h"
 #include "core/params.h"
@@ -122,20 +122,30 @@ class BlockType {
     return mpi_failure(var.error(), "MPI_Type_create_resized", __FILE__, __LINE__)
 
 // The settings of the mpi backend.
-class MpiSettings final : public BackendSettings {
- public:
-  std::size_t chunk = INT_MAX;  // PGS_MPI_CHUNK_COUNT (testing): most elements per MPI call
+struct MpiSettings final : public BackendSettings {
+  std::size_t chunk = INT_MAX;  // PGS_MPI_CHUNK_COUNT
+  std::vector<std::string> given;
 
-  std::string schedule() const override { return "PGS_MPI_CHUNK_COUNT=" + std::to_string(chunk); }
+  params::Listings list() const override;
 };
+
+const params::Param<MpiSettings> kRows[] = {
+    {"PGS_MPI_CHUNK_COUNT", "INT_MAX",
+     "testing: the most elements per MPI call (exercises the large-count chunking with small buffers)",
+     [](const char *n, const char *v, MpiSettings *s) {
+       int chunk = 0;
+       PG_CHECK(params::parse_positive_int(n, v, &chunk));
+       s->chunk = static_cast<std::size_t>(chunk);
+       return PG_OK;
+     },
+     [](const MpiSettings &s) { return std::to_string(s.chunk); }},
+};
+
+params::Listings MpiSettings::list() const { return params::list_rows(kRows, *this); }
 
 pg_status read_settings(std::shared_ptr<const BackendSettings> *out) {
   auto settings = std::make_shared<MpiSettings>();
-  if (const char *v = params::env("PGS_MPI_CHUNK_COUNT")) {
-    int chunk = 0;
-    PG_CHECK(params::parse_positive_int("PGS_MPI_CHUNK_COUNT", v, &chunk));
-    settings->chunk = static_cast<std::size_t>(chunk);
-  }
+  PG_CHECK(params::read_rows(kRows, settings.get()));
   *out = std::move(settings);
   return PG_OK;
 }
@@ -164,7 +174,7 @@ class MpiBackend final : public Backend {
     if (a.coll == Coll::allreduce && a.count <= chunk_ && a.op != PG_AVG) {
       MPI_Op op = MPI_OP_NULL;
       PG_CHECK(operation(a.dtype, a.op, &op));
-      PG_MPI_CHECK(MPI_Allreduce(a.send == a.recv ? MPI_IN_PLACE : a.send, a.recv,
+      PG_MPI_CHECK(MPI_Allreduce(a.in_place ? MPI_IN_PLACE : a.send, a.recv,
                                  static_cast<int>(a.count), datatype(a.dtype), op, comm_));
       return PG_OK;
     }
@@ -225,7 +235,7 @@ class MpiBackend final : public Backend {
     MPI_Op op = MPI_OP_NULL;
     if (a.coll != Coll::broadcast) PG_CHECK(operation(a.dtype, a.op, &op));
     const bool root = rank_ == a.root;
-    if (a.coll == Coll::reduce && root && a.send == a.recv) {
+    if (a.coll == Coll::reduce && a.in_place) {
       // MPICH 4.0.2 crashes in MPI_Reduce with MPI_IN_PLACE at the root (its
       // reduce-scatter-gather algorithm, non-power-of-two sizes): the root
       // reduces from a copy of its input instead.
@@ -233,12 +243,11 @@ class MpiBackend final : public Backend {
       std::memcpy(copy.data(), a.send, a.count * esize);
       send = copy.data();
     }
-    const bool in_place = a.send == a.recv;
     for (std::size_t off = 0; off < a.count; off += chunk_) {
       const std::size_t at = off * esize;
       const int n = len(a.count, off);
       if (a.coll == Coll::allreduce)
-        PG_MPI_CALL(io, MPI_Allreduce, MPI_Iallreduce, in_place ? MPI_IN_PLACE : send + at, recv + at,
+        PG_MPI_CALL(io, MPI_Allreduce, MPI_Iallreduce, a.in_place ? MPI_IN_PLACE : send + at, recv + at,
                     n, type, op, comm_);
       else if (a.coll == Coll::reduce)
         PG_MPI_CALL(io, MPI_Reduce, MPI_Ireduce, send + at, root ? recv + at : nullptr, n, type, op,
@@ -262,24 +271,18 @@ class MpiBackend final : public Backend {
     auto one_call = [&](const BlockChunk &c) -> pg_status {
       const std::size_t at = c.off * esize;
       switch (a.coll) {
-        case Coll::allgather: {
-          const bool in_place = a.send == recv + rank_ * a.count * esize;
-          PG_MPI_CALL(io, MPI_Allgather, MPI_Iallgather, in_place ? MPI_IN_PLACE : send + at, c.len,
+        case Coll::allgather:
+          PG_MPI_CALL(io, MPI_Allgather, MPI_Iallgather, a.in_place ? MPI_IN_PLACE : send + at, c.len,
                       type, recv + at, c.blocks, c.block, comm_);
           return PG_OK;
-        }
-        case Coll::gather: {
-          const bool in_place = root && a.send == recv + a.root * a.count * esize;
-          PG_MPI_CALL(io, MPI_Gather, MPI_Igather, in_place ? MPI_IN_PLACE : send + at, c.len, type,
+        case Coll::gather:
+          PG_MPI_CALL(io, MPI_Gather, MPI_Igather, a.in_place ? MPI_IN_PLACE : send + at, c.len, type,
                       root ? recv + at : nullptr, c.blocks, c.block, a.root, comm_);
           return PG_OK;
-        }
-        case Coll::scatter: {
-          const bool in_place = root && a.recv == send + a.root * a.count * esize;
+        case Coll::scatter:
           PG_MPI_CALL(io, MPI_Scatter, MPI_Iscatter, root ? send + at : nullptr, c.blocks, c.block,
-                      in_place ? MPI_IN_PLACE : recv + at, c.len, type, a.root, comm_);
+                      a.in_place ? MPI_IN_PLACE : recv + at, c.len, type, a.root, comm_);
           return PG_OK;
-        }
         default:  // alltoall; the library stages it in place, so send and recv never overlap
           PG_MPI_CALL(io, MPI_Alltoall, MPI_Ialltoall, send + at, c.blocks, c.block, recv + at, c.blocks,
                       c.block, comm_);
@@ -306,8 +309,7 @@ class MpiBackend final : public Backend {
     const std::size_t n = a.count, bytes = n * esize;
     const char *send = static_cast<const char *>(a.send);
     char *recv = static_cast<char *>(a.recv);
-    const bool in_place = send + rank_ * bytes == recv;
-    if (in_place && n <= chunk_) {
+    if (a.in_place && n <= chunk_) {
       // MPI's in-place form leaves this rank's block at the start of the buffer;
       // it moves to its place at the end (the other blocks are scratch then).
       char *whole = recv - rank_ * bytes;
@@ -321,7 +323,7 @@ class MpiBackend final : public Backend {
       // Chunk by chunk, in place too: a chunk's result must not overwrite input
       // that later chunks still read, so it goes to a staging block first.
       char *out = recv;
-      if (in_place) {
+      if (a.in_place) {
         out = io.pending.stage(bytes).data();
         io.pending.then([recv, out, bytes] { std::memcpy(recv, out, bytes); });
       }

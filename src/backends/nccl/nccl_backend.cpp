@@ -11,7 +11,7 @@
 // left waiting inside NCCL for a rank that gave up. Then the ranks agree on the
 // outcome, so creation returns the same status on every rank. The communicator
 // stays nonblocking: a call that returns ncclInProgress is waited for
-// (PG_NCCL_CHECK, nccl_check.h).
+// (PG_NCCL_CHECK, cuda/check.h).
 //
 // The current device: creation leaves the rank's GPU current on purpose, so
 // that what the application allocates after pg_strategy_create lands on that
@@ -61,7 +61,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/nccl/nccl_check.h"
+#include "cuda/check.h"
 #include "backends/nccl/nccl_types.h"
 #include "core/agree.h"
 #include "core/dtype.h"
@@ -100,7 +100,7 @@ pg_status query(cudaEvent_t event, CommState &state, bool *done) {
   if (error == cudaSuccess) return PG_OK;
   if (error != cudaErrorNotReady) {
     state.failed = true;
-    return cuda_failure(error, "cudaEventQuery", __FILE__, __LINE__);
+    return cuda::cuda_failure(error, "cudaEventQuery", __FILE__, __LINE__);
   }
   return async_error(state);
 }
@@ -191,13 +191,13 @@ class NcclBackend final : public Backend {
         state_(std::make_shared<CommState>()) {}
 
   ~NcclBackend() override {
-    DeviceGuard guard(device_);
+    cuda::DeviceGuard guard(device_);
     if (state_->comm) {
       ncclComm_t comm = state_->comm;
       state_->comm = nullptr;
       // Finalize is nonblocking on this communicator: settled before the destroy.
       bool clean = !state_->failed &&
-                   nccl_settle(ncclCommFinalize(comm), comm, "ncclCommFinalize", __FILE__, __LINE__) == PG_OK;
+                   cuda::nccl_settle(ncclCommFinalize(comm), comm, "ncclCommFinalize", __FILE__, __LINE__) == PG_OK;
       if (clean) {
         ncclCommDestroy(comm);
       } else {
@@ -287,7 +287,7 @@ class NcclBackend final : public Backend {
     if (stopped_by >= 0)
       local = fail(PG_ERR_BACKEND, "NCCL initialisation stopped because rank %d failed in its own", stopped_by);
     else if (result != ncclSuccess)
-      local = nccl_failure(result, nccl, "ncclCommInitRankConfig", __FILE__, __LINE__);
+      local = cuda::nccl_failure(result, nccl, "ncclCommInitRankConfig", __FILE__, __LINE__);
     const std::string message = local == PG_OK ? std::string() : last_error();
     const int told = local != PG_OK && stopped_by < 0;
     if (told)
@@ -464,7 +464,7 @@ class NcclBackend final : public Backend {
     char *recv = static_cast<char *>(a.recv);
     const char *send = static_cast<const char *>(a.send);
     void *staging = nullptr;
-    if (a.send == a.recv) {
+    if (a.in_place) {
       PG_CUDA_CHECK(cudaMallocAsync(&staging, bytes * size_, stream));
       pg_status st = copy_async(staging, a.send, bytes * size_, stream);
       if (st != PG_OK) {

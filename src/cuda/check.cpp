@@ -1,10 +1,10 @@
-#include "backends/nccl/nccl_check.h"
+#include "cuda/check.h"
 
 #include <sched.h>
 
 #include <cstring>
 
-namespace pg::nccl {
+namespace pg::cuda {
 namespace {
 
 const char *base_name(const char *file) {
@@ -51,4 +51,4 @@ DeviceGuard::~DeviceGuard() {
   if (switched_) cudaSetDevice(previous_);
 }
 
-}  // namespace pg::nccl
+}  // namespace pg::cuda

@@ -1,10 +1,10 @@
-#include "core/cuda_runtime.h"
+#include "cuda/runtime.h"
 
 #include <cuda_runtime.h>
 
 #include <cstdlib>
 
-#include "backends/nccl/nccl_check.h"
+#include "cuda/check.h"
 #include "core/status.h"
 
 namespace pg::cuda {

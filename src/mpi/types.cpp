@@ -1,4 +1,4 @@
-#include "backends/mpi/mpi_types.h"
+#include "mpi/types.h"
 
 #include <mutex>
 

@@ -1,4 +1,4 @@
-#include "backends/mpi/cuda_aware.h"
+#include "mpi/cuda_aware.h"
 
 #include <dlfcn.h>
 #include <mpi.h>

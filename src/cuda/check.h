@@ -8,7 +8,7 @@
 
 #include "core/status.h"
 
-namespace pg::nccl {
+namespace pg::cuda {
 
 // A CUDA runtime error as PG_ERR_BACKEND with cudaGetErrorName/String. Clears
 // the runtime's last error so a non-sticky error does not reach later calls.
@@ -48,20 +48,20 @@ class DeviceGuard {
   cudaError_t error_ = cudaSuccess;
 };
 
-}  // namespace pg::nccl
+}  // namespace pg::cuda
 
 #define PG_CUDA_CHECK(call)                                                        \
   do {                                                                             \
     cudaError_t pg_cuda_error_ = (call);                                           \
     if (pg_cuda_error_ != cudaSuccess)                                             \
-      return ::pg::nccl::cuda_failure(pg_cuda_error_, #call, __FILE__, __LINE__);  \
+      return ::pg::cuda::cuda_failure(pg_cuda_error_, #call, __FILE__, __LINE__);  \
   } while (0)
 
 #define PG_NCCL_CHECK(comm, call)                                                                 \
   do {                                                                                            \
     ncclResult_t pg_nccl_result_ = (call);                                                        \
     if (pg_nccl_result_ != ncclSuccess) {                                                         \
-      pg_status pg_nccl_status_ = ::pg::nccl::nccl_settle(pg_nccl_result_, (comm), #call, __FILE__, \
+      pg_status pg_nccl_status_ = ::pg::cuda::nccl_settle(pg_nccl_result_, (comm), #call, __FILE__, \
                                                           __LINE__);                              \
       if (pg_nccl_status_ != PG_OK) return pg_nccl_status_;                                       \
     }                                                                                             \
@@ -69,6 +69,6 @@ class DeviceGuard {
 
 // Switches to `device` until the end of the scope, or returns the error.
 #define PG_CUDA_DEVICE_GUARD(var, device)                                            \
-  ::pg::nccl::DeviceGuard var(device);                                               \
+  ::pg::cuda::DeviceGuard var(device);                                               \
   if (var.error() != cudaSuccess)                                                    \
-  return ::pg::nccl::cuda_failure(var.error(), "cudaSetDevice", __FILE__, __LINE__)
+  return ::pg::cuda::cuda_failure(var.error(), "cudaSetDevice", __FILE__, __LINE__)

@@ -1,7 +1,7 @@
 // The few CUDA runtime calls the core makes: how many GPUs there are, a GPU's
 // PCI bus id (to find it in hwloc's topology) and device memory for
-// pg_mem_alloc. With CUDA they are src/backends/nccl/cuda_runtime.cpp; without
-// it, src/backends/nccl/absent.cpp says why CUDA is unavailable.
+// pg_mem_alloc. With CUDA they are runtime.cpp; without it, absent.cpp says
+// why CUDA is unavailable.
 #pragma once
 
 #include <cstddef>
@@ -21,5 +21,9 @@ pg_status mem_alloc(int device, std::size_t bytes, void **ptr);
 pg_status mem_free(int device, void *ptr);
 // The PCI bus id of GPU `device` ("0000:93:00.0").
 pg_status pci_bus_id(int device, std::string *bus_id);
+
+// Builds without CUDA only (absent.cpp): PG_ERR_UNAVAILABLE saying that
+// `what` needs CUDA support.
+pg_status unavailable(const char *what);
 
 }  // namespace pg::cuda
