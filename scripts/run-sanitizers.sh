@@ -52,12 +52,12 @@ done
 unset TSAN_OPTIONS
 
 echo "== libFuzzer: the environment parsers, ${FUZZ_SECONDS:-60} s"
+configure build-fuzz "" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPGS_ENABLE_FUZZ=ON \
+  -DPGS_ENABLE_FORTRAN=OFF -DPGS_ENABLE_GLOO=OFF
+cmake --build build-fuzz --target fuzz_env >build-fuzz.build.log 2>&1 || { tail -50 build-fuzz.build.log; exit 1; }
 mkdir -p build-fuzz/corpus
-clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Isrc -Iinclude \
-  $(pkg-config --cflags mpich) tests/fuzz/fuzz_env.cpp src/core/params.cpp src/core/status.cpp \
-  $(pkg-config --libs mpich) -o build-fuzz/fuzz_env
 status=0
-build-fuzz/fuzz_env -max_total_time="${FUZZ_SECONDS:-60}" build-fuzz/corpus tests/fuzz/seeds \
+build-fuzz/tests/fuzz/fuzz_env -max_total_time="${FUZZ_SECONDS:-60}" build-fuzz/corpus tests/fuzz/seeds \
   >build-fuzz/fuzz.log 2>&1 || status=$?
 grep -E "^Done|ERROR|forbids|SUMMARY" build-fuzz/fuzz.log || true
 [ "$status" -eq 0 ] || { tail -40 build-fuzz/fuzz.log; exit 1; }

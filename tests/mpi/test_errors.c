@@ -61,6 +61,46 @@ int main(void) {
   expect_message("PGS_TIMEOUT");
   unsetenv("PGS_TIMEOUT");
 
+  /* fairring's algorithm forced by name: an unknown name, and one this layout
+   * cannot run (one rank per node leaves nothing to reduce in shared memory). */
+  setenv("PGS_FAIRRING_ALGO", "fastest", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_ERR_INVALID_ARGUMENT);
+  expect_message("PGS_FAIRRING_ALGO='fastest'");
+  expect_message("auto, flat, hierarchical, leaders");
+  setenv("PGS_FAIRRING_ALGO", "hierarchical", 1);
+  setenv("PGS_RANKS_PER_NODE", "1", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_ERR_INVALID_ARGUMENT);
+  expect_message("PGS_FAIRRING_ALGO='hierarchical' cannot run here");
+  expect_message("can use: auto, flat, leaders");
+  setenv("PGS_FAIRRING_ALGO", "leaders", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+  PG_TEST_TRUE(strstr(text, "allreduce: leaders at every size (PGS_FAIRRING_ALGO)") != NULL, "describe: %s", text);
+  pg_strategy_destroy(s);
+  unsetenv("PGS_RANKS_PER_NODE");
+  unsetenv("PGS_FAIRRING_ALGO");
+
+  /* What a rank's strategy knows, key by key; an unknown key lists them. */
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
+  char settings[4096];
+  PG_TEST_STATUS(pg_strategy_info(s, "settings", settings, sizeof settings), PG_OK);
+  PG_TEST_TRUE(strstr(settings, "PGS_TIMEOUT unset (default: 0 (off))") && strstr(settings, "PGS_FAIRRING_ALGO") &&
+                   strstr(settings, "PGS_MPI_CHUNK_COUNT"),
+               "settings: %s", settings);
+  PG_TEST_STATUS(pg_strategy_info(s, "backend:cuda", text, sizeof text), PG_OK);
+  PG_TEST_TRUE(strcmp(text, "nccl (device default)") == 0, "backend:cuda: %s", text);
+  PG_TEST_STATUS(pg_strategy_info(s, "nodes", text, sizeof text), PG_OK);
+  PG_TEST_TRUE(strcmp(text, "shared-memory domains") == 0, "nodes: %s", text);
+  PG_TEST_STATUS(pg_strategy_info(s, "host", text, sizeof text), PG_OK);
+  PG_TEST_TRUE(text[0] != '\0', "a host name");
+  PG_TEST_STATUS(pg_strategy_info(s, "hostname", text, sizeof text), PG_ERR_INVALID_ARGUMENT);
+  expect_message("'hostname'");
+  expect_message("host, machine, binding, gpu, nic, launcher");
+  PG_TEST_STATUS(pg_strategy_info(s, NULL, text, sizeof text), PG_ERR_INVALID_ARGUMENT);
+  PG_TEST_STATUS(pg_strategy_info(NULL, "host", text, sizeof text), PG_ERR_INVALID_ARGUMENT);
+  PG_TEST_STATUS(pg_strategy_info(s, "host", NULL, 8), PG_ERR_INVALID_ARGUMENT);
+  pg_strategy_destroy(s);
+
   /* A bad value on one rank only fails every rank, naming that rank. */
   int world_rank = 0, world_size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);

@@ -2,7 +2,8 @@
 // for bit with the mpi backend: every rank gathers all ranks' inputs
 // (MPI_Allgather), folds them in rank order with pg_reduce_local and
 // pg_reduce_finish, and compares with pg_allreduce on a strategy created with
-// backend "mpi". The inputs are NaNs, signed zeros and infinities for MIN and
+// backend "mpi", and with MPI_Allreduce on the library's own datatype and
+// operation (pg_mpi_datatype, pg_mpi_op). The inputs are NaNs, signed zeros and infinities for MIN and
 // MAX, sums that are ties in float16, bfloat16, float32 and float64, and
 // integer sums that wrap around.
 //
@@ -79,18 +80,24 @@ std::vector<uint64_t> compare(pg_strategy *s, pg_dtype dtype, pg_op op, const st
     PG_TEST_STATUS(pg_reduce_local(dtype, op, folded.data(), &all[r * bytes], mine.size()), PG_OK);
   PG_TEST_STATUS(pg_reduce_finish(dtype, op, folded.data(), mine.size(), ranks), PG_OK);
 
-  std::vector<unsigned char> got(bytes);
+  std::vector<unsigned char> got(bytes), raw(bytes);
   PG_TEST_STATUS(pg_allreduce(s, send.data(), got.data(), mine.size(), dtype, op), PG_OK);
-  std::vector<uint64_t> result(mine.size()), backend(mine.size());
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    result[i] = get(dtype, &folded[i * size]);
-    backend[i] = get(dtype, &got[i * size]);
-  }
-  for (std::size_t i = 0; i < mine.size(); ++i)
-    if (!PG_TEST_TRUE(backend[i] == result[i], "%s %s element %zu: mpi backend 0x%llx, pg_reduce_local 0x%llx",
-                      pg_dtype_name(dtype), pg_op_name(op), i, (unsigned long long)backend[i],
-                      (unsigned long long)result[i]))
-      break;  // one message per call is enough
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op mpi_op = MPI_OP_NULL;
+  PG_TEST_STATUS(pg_mpi_datatype(dtype, &type), PG_OK);
+  PG_TEST_STATUS(pg_mpi_op(dtype, op, &mpi_op), PG_OK);
+  MPI_Allreduce(send.data(), raw.data(), static_cast<int>(mine.size()), type, mpi_op, MPI_COMM_WORLD);
+  PG_TEST_STATUS(pg_reduce_finish(dtype, op, raw.data(), mine.size(), ranks), PG_OK);
+  std::vector<uint64_t> result(mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) result[i] = get(dtype, &folded[i * size]);
+  for (const auto &[name, bits] : {std::make_pair("mpi backend", &got), std::make_pair("MPI_Allreduce", &raw)})
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      const uint64_t value = get(dtype, &(*bits)[i * size]);
+      if (!PG_TEST_TRUE(value == result[i], "%s %s element %zu: %s 0x%llx, pg_reduce_local 0x%llx",
+                        pg_dtype_name(dtype), pg_op_name(op), i, name, (unsigned long long)value,
+                        (unsigned long long)result[i]))
+        break;  // one message per call is enough
+    }
   return result;
 }
 

@@ -2,10 +2,15 @@
 // the variable and the value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <regex>
 #include <string>
 
 #include "backends/fairring/settings.h"
+#include "core/registry.h"
 #include "core/params.h"
 #include "core/status.h"
 
@@ -124,4 +129,33 @@ TEST(Params, FairringDefaultsByDevice) {
   EXPECT_EQ(set.schedule(), "PGS_FAIRRING_SLICE_BYTES=1024 PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=0 PGS_FAIRRING_ALGO=auto");
   unsetenv("PGS_FAIRRING_SLICE_BYTES");
   unsetenv("PGS_FAIRRING_MIN_BYTES");
+}
+
+// docs/env.md lists exactly the variables the tables declare (the library's
+// and every built-in backend's), each with the table's default.
+TEST(Params, DocsListEveryVariableWithItsDefault) {
+  std::map<std::string, std::string> declared;  // name -> default
+  Settings core;
+  ASSERT_EQ(read(&core), PG_OK);
+  pg::SettingsMap backends;
+  ASSERT_EQ(pg::registry::read_settings(&backends), PG_OK);
+  Listings all = core.list();
+  for (const auto &kv : backends) {
+    const Listings own = kv.second->list();
+    all.insert(all.end(), own.begin(), own.end());
+  }
+  for (const Listing &l : all) declared[l.name] = l.fallback;
+
+  std::map<std::string, std::string> documented;
+  std::ifstream doc(PGS_SOURCE_DIR "/docs/env.md");
+  ASSERT_TRUE(doc.good()) << "cannot read docs/env.md";
+  const std::regex row(R"(^\| `(PGS_[A-Z_]+)` \|[^|]*\| ([^|]*) \|)");
+  for (std::string line; std::getline(doc, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) continue;
+    std::string fallback = m[2];
+    fallback.erase(std::remove(fallback.begin(), fallback.end(), '`'), fallback.end());
+    documented[m[1]] = fallback;
+  }
+  EXPECT_EQ(documented, declared);
 }
