@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tools/pg-bench"))
-from ratios import human  # noqa: E402  (pg-bench's size names)
+from pg_bench_sizes import human_bytes  # noqa: E402  (sizes as pg-bench prints them)
 
 
 def times(path):
@@ -57,7 +57,7 @@ def size_rows(path, columns, verdict):
     t = times(path)
     for size in sorted({b for _, b in t}):
         values = {backend: t.get((backend, size)) for backend, _ in columns}
-        cells = [f"{human(size):>8}"]
+        cells = [f"{human_bytes(size):>8}"]
         cells += [f"{label} {values[b]:10.1f}" if values[b] else f"{label} {'-':>10}" for b, label in columns]
         tail = verdict(values)
         if tail:

@@ -16,18 +16,12 @@ import statistics
 import sys
 from collections import defaultdict
 
+from pg_bench_sizes import human_bytes  # next to this script, in the source tree and installed
+
 REQUIRED = ["backend", "collective", "bytes", "count", "dtype", "op", "in_place",
             "time_us", "algbw", "busbw", "wrong"]
 LABELS = {"busbw": "bus bandwidth (GB/s)", "algbw": "algorithm bandwidth (GB/s)",
           "time_us": "time (us)"}
-
-
-def human(nbytes):
-    for unit in ["B", "KiB", "MiB", "GiB"]:
-        if nbytes < 1024 or unit == "GiB":
-            return f"{nbytes:g} {unit}"
-        nbytes /= 1024
-    return f"{nbytes:g}"
 
 
 def load(paths, metric, placements):
@@ -95,7 +89,7 @@ def main():
         ticks = sorted(all_sizes)
         step = max(1, len(ticks) // 10)
         ax.set_xticks(ticks[::step])
-        ax.set_xticklabels([human(t) for t in ticks[::step]], rotation=30, fontsize=8)
+        ax.set_xticklabels([human_bytes(t) for t in ticks[::step]], rotation=30, fontsize=8)
         ax.set_xlabel("size")
         ax.set_ylabel(LABELS[args.metric])
         ax.set_title(f"{coll} ({', '.join(dtypes[coll])})", fontsize=10)

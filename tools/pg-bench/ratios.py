@@ -16,30 +16,15 @@ import statistics
 import sys
 from collections import defaultdict
 
-
-def size_arg(text):
-    units = {"": 0, "K": 10, "M": 20, "G": 30}
-    t = text.strip().upper().rstrip("B").rstrip("I")
-    suffix = t[-1] if t and t[-1] in "KMG" else ""
-    try:
-        return int(t[:-1] if suffix else t) << units[suffix]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bad size '{text}' (examples: 8, 4K, 256M)")
-
-
-def human(nbytes):
-    for unit in ["B", "KiB", "MiB"]:
-        if nbytes < 1024 or nbytes % 1024:
-            return f"{nbytes} {unit}"
-        nbytes //= 1024
-    return f"{nbytes} GiB"
+from pg_bench_sizes import human_bytes, size_arg  # next to this script, in the source tree and installed
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--baseline", default="mpi-raw", help="backend to divide by (default mpi-raw)")
-    ap.add_argument("--min", type=size_arg, default=0, help="smallest size included (default all)")
+    ap.add_argument("--min", type=size_arg, default=0,
+                    help="smallest size included, written as for pg-bench's -b (default all)")
     ap.add_argument("--max", type=size_arg, default=1 << 62, help="largest size included")
     ap.add_argument("--per-size", action="store_true", help="also print each size's ratio")
     args = ap.parse_args()
@@ -79,7 +64,7 @@ def main():
     if args.per_size:
         print(f"# per size: median over repetitions of busbw / {args.baseline} busbw")
         for (coll, backend, ip), sizes in sorted(per_size.items()):
-            cells = "  ".join(f"{human(b)}: {statistics.median(v):.3f}" for b, v in sorted(sizes.items()))
+            cells = "  ".join(f"{human_bytes(b)}: {statistics.median(v):.3f}" for b, v in sorted(sizes.items()))
             print(f"  {coll} {backend} {'in-place' if ip else 'out-of-place'}: {cells}")
 
 

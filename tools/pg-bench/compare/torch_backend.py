@@ -1,8 +1,8 @@
 """The torch backend "pgstrategy" against torch's own gloo, in one run.
 
-    mpiexec -n 2 python bench/torch_backend.py busbw [--min 1M] [--max 256M] [--reps 5]
-    mpiexec -n 2 python bench/torch_backend.py latency [--calls 2000] [--reps 9]
-    mpiexec -n 2 python bench/torch_backend.py ddp [--steps 5] [--reps 3]
+    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py busbw [--min 1M] [--max 256M] [--reps 5]
+    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py latency [--calls 2000] [--reps 9]
+    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py ddp [--steps 5] [--reps 3]
 
 (PYTHONPATH: the package, built in <build>/python or pip-installed.) Each
 subcommand makes groups on "pgstrategy" with mpi and with fairring
@@ -30,8 +30,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 import pgstrategy_torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../tools/pg-bench"))
-from ratios import human, size_arg  # noqa: E402  (pg-bench's size names)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tools/pg-bench
+from pg_bench_sizes import human_bytes, size_arg  # noqa: E402  (sizes as pg-bench reads and prints them)
 
 
 def mlp():
@@ -75,7 +75,7 @@ def busbw(args, rank, size):
             buf.fill_(rank + 1)
             dist.all_reduce(buf, group=group)
             if not torch.all(buf == size * (size + 1) / 2):
-                sys.exit(f"{name}: wrong allreduce result at {human(n)}")
+                sys.exit(f"{name}: wrong allreduce result at {human_bytes(n)}")
         for _ in range(args.reps):
             for name, group in made.items():
                 t = statistics.median(timed(group, calls, lambda g=group: dist.all_reduce(buf, group=g)))
@@ -88,7 +88,7 @@ def busbw(args, rank, size):
         sizes = sorted({n for n, _ in rows})
         for n in sizes:
             bw = {name: n / statistics.median(rows[(n, name)]) * factor / 1e9 for name in made}
-            print(f"{human(n):>9}  {bw['mpi']:8.2f}  {bw['fairring']:12.2f}  {bw['gloo']:8.2f}  "
+            print(f"{human_bytes(n):>9}  {bw['mpi']:8.2f}  {bw['fairring']:12.2f}  {bw['gloo']:8.2f}  "
                   f"{bw['mpi'] / bw['gloo']:8.2f}  {bw['fairring'] / bw['gloo']:13.2f}")
 
 

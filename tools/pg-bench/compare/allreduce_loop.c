@@ -1,8 +1,9 @@
 /* A plain MPI_Allreduce loop (float32 sum), the baseline any MPI can run:
- * bench/other-mpis.sh builds it with each MPI's own mpicc. For each size from
- * 1 MiB to 256 MiB (x4), out of place and in place: `reps` repetitions of
- * `iters` timed calls, each after a barrier and timed as the slowest rank;
- * prints the median busbw (GB/s; for allreduce busbw = algbw * 2(P-1)/P).
+ * other-mpis.sh, next to it, builds it with each MPI's own mpicc. For each
+ * size from 1 MiB to 256 MiB (x4), out of place and in place: `reps`
+ * repetitions of `iters` timed calls, each after a barrier and timed as the
+ * slowest rank; prints the median busbw (GB/s; for allreduce busbw = algbw *
+ * 2(P-1)/P).
  *
  *   mpiexec -n 2 allreduce_loop [iters] [reps]
  */
