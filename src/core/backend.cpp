@@ -1,9 +1,8 @@
 #include "core/backend.h"
 
-#include <sched.h>
-
 #include "core/dtype.h"
 #include "core/in_place.h"
+#include "core/poll.h"
 
 namespace pg {
 
@@ -35,11 +34,7 @@ CollArgs CollArgs::placed(int rank) const {
 
 pg_status Request::wait() {
   bool done = false;
-  while (true) {
-    pg_status st = test(&done);
-    if (done || st != PG_OK) return st;
-    sched_yield();
-  }
+  return poll([this](bool *d) { return test(d); }, Until{}, &done);
 }
 
 pg_status Backend::start(const CollArgs &, std::unique_ptr<Request> *) { return PG_ERR_UNSUPPORTED; }

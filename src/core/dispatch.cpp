@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "core/agree.h"
 #include "core/dtype.h"
+#include "core/poll.h"
 #include "core/runtime.h"
 #include "core/status.h"
 #include "core/strategy.h"
@@ -49,6 +49,17 @@ std::string missing_ranks(const std::vector<MPI_Request> &receives) {
 
 bool settle(pg_work *w, double timeout_s);
 
+// Below MPI_THREAD_MULTIPLE with PGS_TIMEOUT there is no watchdog thread: the
+// caller's own polls check the collective it has in flight.
+Until polled_by_caller(pg_strategy *s) {
+  Until until;
+  if (s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE) {
+    until.watched = s;
+    until.watch = [s] { return watchdog::own_marks(s).current(); };
+  }
+  return until;
+}
+
 // Lets the strategy's started nonblocking collectives move without waiting: a
 // peer may be waiting for one of them before it comes to this collective.
 void poke_started(pg_strategy *s) {
@@ -72,27 +83,25 @@ pg_status exchange_fingerprints(pg_strategy *s, const std::string &mine, std::ve
     PG_MPI_CHECK(MPI_Isend(out.data(), kSlot, MPI_CHAR, r, kTag, s->comm, &sends[r]));
   }
   std::copy(out.begin(), out.end(), in.begin() + s->rank * kSlot);
-  const bool poll = s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE;
   std::string missing = missing_ranks(receives);
   watchdog::Marks &marks = watchdog::own_marks(s);
   marks.set_missing(missing);
-  while (true) {
-    for (MPI_Request &r : receives) {
-      int done = 0;
-      if (r != MPI_REQUEST_NULL) PG_MPI_CHECK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
-    }
-    const std::string now = missing_ranks(receives);
-    if (now != missing) marks.set_missing(missing = now);
-    int sent = 0;
-    PG_MPI_CHECK(MPI_Testall(s->size, sends.data(), &sent, MPI_STATUSES_IGNORE));
-    if (missing.empty() && sent) break;
-    poke_started(s);
-    if (poll) {
-      const watchdog::Watch w = marks.current();
-      if (watchdog::overdue(s, w)) watchdog::abort_job(s, w);
-    }
-    std::this_thread::yield();
-  }
+  bool arrived = false;
+  PG_CHECK(poll(
+      [&](bool *done) {
+        for (MPI_Request &r : receives) {
+          int received = 0;
+          if (r != MPI_REQUEST_NULL) PG_MPI_CHECK(MPI_Test(&r, &received, MPI_STATUS_IGNORE));
+        }
+        const std::string now = missing_ranks(receives);
+        if (now != missing) marks.set_missing(missing = now);
+        int sent = 0;
+        PG_MPI_CHECK(MPI_Testall(s->size, sends.data(), &sent, MPI_STATUSES_IGNORE));
+        *done = missing.empty() && sent;
+        if (!*done) poke_started(s);
+        return PG_OK;
+      },
+      polled_by_caller(s), &arrived));
   marks.set_missing({});
   all->clear();
   for (std::size_t r = 0; r < p; ++r) all->emplace_back(&in[r * kSlot]);
@@ -147,13 +156,7 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
     pg_status st = inst->backend->start(a, &request);
     if (st == PG_OK) {
       bool done = false;
-      while (true) {
-        st = request->test(&done);
-        if (done || st != PG_OK) return st;
-        const watchdog::Watch w = watchdog::own_marks(s).current();
-        if (watchdog::overdue(s, w)) watchdog::abort_job(s, w);
-        std::this_thread::yield();
-      }
+      return poll([&](bool *d) { return request->test(d); }, polled_by_caller(s), &done);
     }
     if (st != PG_ERR_UNSUPPORTED) return st;
   }
@@ -291,17 +294,15 @@ pg_status poll_native(pg_work *w, double timeout_s, bool *done) {
     *done = true;
     return w->native->wait();
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (true) {
-    pg_status st = w->native->test(done);
-    if (*done || st != PG_OK) {
-      *done = true;
-      return st;
-    }
-    if (watched && watchdog::overdue(s, w->watch)) watchdog::abort_job(s, w->watch);
-    if (timeout_s >= 0 && std::chrono::steady_clock::now() >= deadline) return PG_OK;
-    std::this_thread::yield();
+  Until until;
+  until.timeout_s = timeout_s;
+  if (watched) {
+    until.watched = s;
+    until.watch = [w] { return w->watch; };
   }
+  const pg_status st = poll([w](bool *d) { return w->native->test(d); }, until, done);
+  if (st != PG_OK) *done = true;
+  return st;
 }
 
 // Brings w up to date without waiting; true when it has finished.

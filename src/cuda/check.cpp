@@ -1,8 +1,8 @@
 #include "cuda/check.h"
 
-#include <sched.h>
-
 #include <cstring>
+
+#include "core/poll.h"
 
 namespace pg::cuda {
 namespace {
@@ -30,11 +30,12 @@ pg_status nccl_failure(ncclResult_t result, ncclComm_t comm, const char *call, c
 
 pg_status nccl_settle(ncclResult_t result, ncclComm_t comm, const char *call, const char *file,
                       int line) {
+  Backoff backoff;
   while (result == ncclInProgress && comm) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
     result = queried != ncclSuccess ? queried : state;
-    if (result == ncclInProgress) sched_yield();
+    if (result == ncclInProgress) backoff.idle();
   }
   return result == ncclSuccess ? PG_OK : nccl_failure(result, comm, call, file, line);
 }

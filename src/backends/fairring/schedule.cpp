@@ -1,24 +1,11 @@
 #include "backends/fairring/schedule.h"
 
-#include <sched.h>
-
 #include <algorithm>
 
+#include "core/poll.h"
 #include "core/status.h"
 
 namespace pg::fairring {
-namespace {
-
-// A hint to the core that this thread is spinning.
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-}  // namespace
 
 // One started operation: how far each of its slices has got.
 class Schedule::Operation final : public Request {
@@ -35,17 +22,15 @@ class Schedule::Operation final : public Request {
     return step(done, &moved);
   }
 
-  // Spins briefly while nothing moves, then yields the core: ranks that wait
-  // for a peer on an oversubscribed node must let it run.
+  // Backs off only while nothing moves.
   pg_status wait() override {
-    int idle = 0;
+    Backoff backoff;
     while (true) {
       bool done = false, moved = false;
       pg_status st = step(&done, &moved);
       if (done) return st;
-      if (moved) idle = 0;
-      else if (++idle < 100) cpu_relax();
-      else sched_yield();
+      if (moved) backoff.moved();
+      else backoff.idle();
     }
   }
 

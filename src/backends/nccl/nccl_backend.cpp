@@ -52,8 +52,6 @@
 // scratch buffer, events and the backend's own stream, in reverse order of creation.
 #include "backends/nccl/nccl_backend.h"
 
-#include <sched.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -66,6 +64,7 @@
 #include "core/agree.h"
 #include "core/dtype.h"
 #include "core/log.h"
+#include "core/poll.h"
 
 namespace pg::nccl {
 namespace {
@@ -108,11 +107,7 @@ pg_status query(cudaEvent_t event, CommState &state, bool *done) {
 // Returns once `event` has completed, or with the failure that keeps it from completing.
 pg_status wait_event(cudaEvent_t event, CommState &state) {
   bool done = false;
-  while (true) {
-    PG_CHECK(query(event, state, &done));
-    if (done) return PG_OK;
-    sched_yield();
-  }
+  return poll([&](bool *d) { return query(event, state, d); }, Until{}, &done);
 }
 
 // A started operation: an event recorded on the stream after it.
@@ -270,6 +265,7 @@ class NcclBackend final : public Backend {
     ncclResult_t result = ncclCommInitRankConfig(&nccl, size_, id, rank_, &config);
     state_->comm = nccl;  // from here on, the destructor finalizes or aborts it
     int stopped_by = -1;  // the rank whose notice stopped this rank's initialisation
+    Backoff backoff;
     while (result == ncclInProgress) {
       ncclResult_t async = ncclSuccess;
       const ncclResult_t queried = ncclCommGetAsyncError(nccl, &async);
@@ -281,7 +277,7 @@ class NcclBackend final : public Backend {
         stopped_by = index;
         break;
       }
-      sched_yield();
+      backoff.idle();
     }
     pg_status local = PG_OK;
     if (stopped_by >= 0)
