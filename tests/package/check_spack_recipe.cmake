@@ -1,7 +1,9 @@
 # The Spack recipe (spack/packages/pgstrategy/package.py) read against this
-# build, without Spack: it offers this release, asks for the CMake this project
-# requires, and sets every PGS_ENABLE_* option of the project (an option left
-# at AUTO would build whatever the machine happens to have) and none it lacks.
+# build, without Spack: it offers the main branch, and any numbered version it
+# offers is a published release it can verify (a sha256 or a commit, not a bare
+# tag) no newer than this build; it asks for the CMake this project requires,
+# and sets every PGS_ENABLE_* option of the project (an option left at AUTO
+# would build whatever the machine happens to have) and none it lacks.
 #   cmake -DRECIPE=<package.py> -DCMAKELISTS=<top CMakeLists.txt> -DVERSION=<x.y.z>
 #         -DCMAKE_MINIMUM=<x.y> -P check_spack_recipe.cmake
 cmake_minimum_required(VERSION 3.21)
@@ -16,9 +18,26 @@ if(NOT options)
   message(FATAL_ERROR "no PGS_ENABLE_* options found in ${CMAKELISTS}")
 endif()
 
-string(REPLACE "." "\\." version_re "${VERSION}")
-if(NOT recipe MATCHES "version\\(\"${version_re}\"")
-  list(APPEND failures "no version(\"${VERSION}\") for this release")
+if(NOT recipe MATCHES "version\\(\"main\", *branch=\"main\"")
+  list(APPEND failures "no version(\"main\", branch=\"main\")")
+endif()
+string(REGEX MATCHALL "version\\(\"[0-9][^\"]*\"[^)]*\\)" numbered "${recipe}")
+set(releases "")
+foreach(line IN LISTS numbered)
+  string(REGEX MATCH "\"([^\"]+)\"" _ "${line}")
+  set(v ${CMAKE_MATCH_1})
+  list(APPEND releases ${v})
+  if(NOT line MATCHES "(sha256|commit)=")
+    list(APPEND failures "version(\"${v}\") has neither a sha256 nor a commit: a release must be verifiable")
+  endif()
+  if(v VERSION_GREATER VERSION)
+    list(APPEND failures "version(\"${v}\") is newer than this build (${VERSION})")
+  endif()
+endforeach()
+if(releases)
+  list(JOIN releases ", " releases)
+else()
+  set(releases "no release")
 endif()
 
 if(recipe MATCHES "depends_on\\(\"cmake@([0-9.]+):\"")
@@ -48,4 +67,4 @@ if(failures)
   message(FATAL_ERROR "${RECIPE}:\n  ${text}")
 endif()
 list(JOIN set_by_recipe ", " text)
-message(STATUS "spack recipe: version ${VERSION}, cmake@${CMAKE_MINIMUM}:, sets ${text}: OK")
+message(STATUS "spack recipe: main and ${releases} (this build: ${VERSION}), cmake@${CMAKE_MINIMUM}:, sets ${text}: OK")

@@ -1,8 +1,9 @@
-# Spack recipe for pgstrategy (Package API v1.0, see ../../repo.yaml):
+# Spack recipe for pgstrategy (Package API v1.0, see ../../repo.yaml). There is
+# no release yet: install a checkout with dev_path, from its top folder:
 #
 #   spack repo add ./spack
-#   spack install pgstrategy ^mpich        # or ^openmpi, +cuda cuda_arch=90, +gloo
-#   spack test run pgstrategy              # the installed tools and examples on 2 ranks
+#   spack install pgstrategy@main dev_path=$PWD ^mpich   # or ^openmpi, +cuda cuda_arch=90, +gloo
+#   spack test run pgstrategy                            # the installed tools and examples on 2 ranks
 import os
 
 from spack.package import *
@@ -17,8 +18,8 @@ class Pgstrategy(CMakePackage, CudaPackage):
     homepage = "https://github.com/pgstrategy/pgstrategy"
     git = "https://github.com/pgstrategy/pgstrategy.git"
 
-    version("main", branch="main")
-    version("0.1.0", tag="v0.1.0")
+    # The only version until a release is published with a tarball and its checksum.
+    version("main", branch="main", preferred=True)
 
     variant("fortran", default=True, description="Build the pgstrategy Fortran module")
     variant("gloo", default=False, description="Build the Gloo plugin and pg-bench's Gloo baseline")
@@ -56,6 +57,8 @@ class Pgstrategy(CMakePackage, CudaPackage):
             # The PyTorch backend is a pip package built against this install
             # (pip install ./bindings/python with CMAKE_PREFIX_PATH set to it).
             self.define("PGS_ENABLE_TORCH", False),
+            # The libFuzzer target is a developer's tool (clang), not part of the install.
+            self.define("PGS_ENABLE_FUZZ", False),
             # The spec's MPI, not the first mpicc on PATH (FindMPI asks the wrappers).
             self.define("MPI_C_COMPILER", mpi.mpicc),
             self.define("MPI_CXX_COMPILER", mpi.mpicxx),
@@ -105,6 +108,16 @@ class Pgstrategy(CMakePackage, CudaPackage):
         print(out)
         return out
 
+    def _compiler(self, language, attribute):
+        """The path of the compiler the spec was built with for language (c, cxx or
+        fortran): Spack 1.x keeps compilers as build dependencies of the spec."""
+        if language not in self.spec:
+            raise RuntimeError(f"{self.spec.short_spec} has no {language} compiler in its spec")
+        path = getattr(self.spec[language].package, attribute, None)
+        if not path:
+            raise RuntimeError(f"{self.spec[language].short_spec} gives no {language} compiler")
+        return path
+
     def _example_dir(self, name):
         return join_path(self.test_suite.current_test_cache_dir, "examples", name)
 
@@ -152,6 +165,11 @@ class Pgstrategy(CMakePackage, CudaPackage):
         cmake(
             "-S", self._example_dir("fortran"), "-B", build,
             self.define("CMAKE_PREFIX_PATH", self.prefix),
+            # The compilers that built the install, not cc and gfortran from PATH:
+            # the installed pgstrategy.mod is read only by the Fortran compiler
+            # (and version) that wrote it.
+            self.define("CMAKE_C_COMPILER", self._compiler("c", "cc")),
+            self.define("CMAKE_Fortran_COMPILER", self._compiler("fortran", "fortran")),
             self.define("MPI_C_COMPILER", mpi.mpicc),
             self.define("MPI_Fortran_COMPILER", mpi.mpifc),
         )
