@@ -77,6 +77,19 @@ pg_status nonblocking(const char *fn, pg_strategy *s, CollArgs a, pg_work **work
   });
 }
 
+// The checks of the element conversions, then `convert`.
+template <typename Convert>
+pg_status conversion(const char *fn, pg_dtype dtype, const void *in, const void *out, size_t count,
+                     Convert convert) {
+  return guarded(fn, [&] {
+    PG_CHECK(pg::validate_dtype(fn, dtype));
+    if (count > 0 && (!in || !out))
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: in or out is NULL with count %zu", fn, count);
+    convert();
+    return PG_OK;
+  });
+}
+
 pg_status create(const char *fn, const char *device, const char *backend, MPI_Comm comm,
                  pg_strategy **out) {
   return guarded(fn, [&] {
@@ -108,23 +121,11 @@ int pg_op_supported(pg_dtype dtype, pg_op op) {
 }
 
 pg_status pg_dtype_to_double(pg_dtype dtype, const void *in, double *out, size_t count) {
-  return guarded("pg_dtype_to_double", [&] {
-    PG_CHECK(pg::validate_dtype("pg_dtype_to_double", dtype));
-    if (count > 0 && (!in || !out))
-      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_dtype_to_double: in or out is NULL with count %zu", count);
-    pg::to_double(dtype, in, out, count);
-    return PG_OK;
-  });
+  return conversion("pg_dtype_to_double", dtype, in, out, count, [&] { pg::to_double(dtype, in, out, count); });
 }
 
 pg_status pg_dtype_from_double(pg_dtype dtype, const double *in, void *out, size_t count) {
-  return guarded("pg_dtype_from_double", [&] {
-    PG_CHECK(pg::validate_dtype("pg_dtype_from_double", dtype));
-    if (count > 0 && (!in || !out))
-      return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_dtype_from_double: in or out is NULL with count %zu", count);
-    pg::from_double(dtype, in, out, count);
-    return PG_OK;
-  });
+  return conversion("pg_dtype_from_double", dtype, in, out, count, [&] { pg::from_double(dtype, in, out, count); });
 }
 
 pg_status pg_mpi_datatype(pg_dtype dtype, MPI_Datatype *out) {

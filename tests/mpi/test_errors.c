@@ -43,6 +43,26 @@ int main(void) {
                "default for cuda");
   PG_TEST_TRUE(pg_default_backend("tpu") == NULL, "no default for an unknown device");
 
+  /* The capability table and the element conversions, as the kernels round. */
+  PG_TEST_TRUE(pg_op_supported(PG_FLOAT16, PG_AVG) && !pg_op_supported(PG_INT32, PG_AVG) &&
+                   pg_op_supported(PG_UINT8, PG_BXOR) && !pg_op_supported(PG_FLOAT32, PG_BAND) &&
+                   !pg_op_supported((pg_dtype)42, PG_SUM) && !pg_op_supported(PG_INT8, (pg_op)-1),
+               "pg_op_supported follows the capability table");
+  const double wide[3] = {1.5, 65504.0, 200.0};
+  uint16_t half[3];
+  int8_t bytes[3];
+  double back[3];
+  PG_TEST_STATUS(pg_dtype_from_double(PG_FLOAT16, wide, half, 3), PG_OK);
+  PG_TEST_STATUS(pg_dtype_to_double(PG_FLOAT16, half, back, 3), PG_OK);
+  PG_TEST_TRUE(half[0] == 0x3e00 && back[0] == 1.5 && back[1] == 65504.0, "float16: 0x%x %g %g", half[0], back[0],
+               back[1]);
+  PG_TEST_STATUS(pg_dtype_from_double(PG_INT8, wide, bytes, 3), PG_OK);
+  PG_TEST_TRUE(bytes[2] == -56, "int8 wraps: 200 -> %d", bytes[2]);
+  PG_TEST_STATUS(pg_dtype_to_double((pg_dtype)42, half, back, 1), PG_ERR_INVALID_ARGUMENT);
+  expect_message("42");
+  PG_TEST_STATUS(pg_dtype_from_double(PG_FLOAT32, NULL, back, 1), PG_ERR_INVALID_ARGUMENT);
+  PG_TEST_STATUS(pg_dtype_to_double(PG_FLOAT32, NULL, NULL, 0), PG_OK);
+
   /* Malformed environment values name the variable and the value. */
   setenv("PGS_BACKEND", "cpu:mpi,gpu:nccl", 1);
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
