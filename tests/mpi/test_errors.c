@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pg_backend.h" /* pg_dtype_to_double, pg_dtype_from_double */
 #include "pg_test.h"
 
 static void expect_message(const char *needle) {
