@@ -221,6 +221,21 @@ PG_API pg_status pg_strategy_info(const pg_strategy *s, const char *key, char *b
 PG_API pg_status pg_strategy_set_stream(pg_strategy *s, void *cuda_stream);
 /** @} */
 
+/** @defgroup trace The flight recorder (docs/trace.md)
+ * With PGS_TRACE=DIR set when strategies are created, each keeps its last
+ * PGS_TRACE_ENTRIES operations (arguments, backend and algorithm, start and
+ * end times aligned to its rank 0's clock, status), and each rank writes them
+ * to DIR/pgstrategy-<job>-rank<R>.json when the watchdog fires, when a
+ * strategy is poisoned, on SIGUSR1, at pg_strategy_destroy and at exit. The
+ * tool pg-trace reads the files of any set of ranks.
+ * @{ */
+
+/** Writes this rank's dump now (local; any thread). PG_ERR_STATE when nothing
+ * is recorded (no strategy was created with PGS_TRACE) or a file could not be
+ * written. */
+PG_API pg_status pg_trace_dump(void);
+/** @} */
+
 /** @defgroup mpi MPI interoperability (local, thread-safe)
  * For applications and tools that make MPI calls of their own on data they
  * also give the library: the same datatypes and reductions, so the results

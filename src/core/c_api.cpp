@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "core/strategy.h"
 #include "core/text.h"
+#include "core/trace.h"
 #include "core/validate.h"
 #include "mpi/types.h"
 
@@ -88,6 +89,23 @@ pg_status conversion(const char *fn, pg_dtype dtype, const void *in, const void 
     convert();
     return PG_OK;
   });
+}
+
+// pg_mem_alloc's collective part: every rank returns the same status, and no
+// rank keeps memory when another failed.
+pg_status allocate(pg_strategy *s, size_t bytes, void **ptr) {
+  pg::settle_started(s);  // collective: after the nonblocking collectives started before it
+  void *p = nullptr;
+  pg_status local = s->device.cuda ? s->memory.allocate_device(s->device.index, bytes, &p)
+                                   : s->memory.allocate_shared(s->layout.node_comm, bytes, &p);
+  pg_status st = pg::agree(s->comm, local, local == PG_OK ? std::string() : pg::last_error());
+  if (st != PG_OK) {
+    const std::string message = pg::last_error();
+    if (p) s->memory.release(p);
+    return pg::fail_message(st, message);
+  }
+  *ptr = p;
+  return PG_OK;
 }
 
 pg_status create(const char *fn, const char *device, const char *backend, MPI_Comm comm,
@@ -270,20 +288,10 @@ pg_status pg_mem_alloc(pg_strategy *s, size_t bytes, void **ptr) {
     if (!ptr) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: ptr is NULL");
     if (bytes > static_cast<size_t>(MPI_Aint(~0ull >> 1)))
       return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_mem_alloc: %zu bytes is too large", bytes);
-    pg::settle_started(s);  // collective: after the nonblocking collectives started before it
-    void *p = nullptr;
-    pg_status local = s->device.cuda ? s->memory.allocate_device(s->device.index, bytes, &p)
-                                     : s->memory.allocate_shared(s->layout.node_comm, bytes, &p);
-    // Collective: every rank returns the same status, and no rank keeps memory
-    // when another failed.
-    pg_status st = pg::agree(s->comm, local, local == PG_OK ? std::string() : pg::last_error());
-    if (st != PG_OK) {
-      const std::string message = pg::last_error();
-      if (p) s->memory.release(p);
-      return pg::fail_message(st, message);
-    }
-    *ptr = p;
-    return PG_OK;
+    pg::CollArgs recorded;
+    recorded.count = bytes;
+    pg::trace::Op op(s, static_cast<std::uint8_t>(pg::trace::Event::mem_alloc), &recorded, 0);
+    return op.end(allocate(s, bytes, ptr));
   });
 }
 
@@ -292,8 +300,18 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
     // pg_strategy_destroy frees what is left.
     PG_CHECK(usable("pg_mem_free", s));
     if (!ptr) return PG_OK;
+    pg::trace::Op op(s, static_cast<std::uint8_t>(pg::trace::Event::mem_free), nullptr, 0);
     pg::settle_started(s);
-    return s->memory.release(ptr);
+    return op.end(s->memory.release(ptr));
+  });
+}
+
+pg_status pg_trace_dump(void) {
+  return guarded("pg_trace_dump", [&] {
+    if (!pg::trace::dump("request"))
+      return pg::fail(PG_ERR_STATE, "pg_trace_dump: nothing is recorded (PGS_TRACE was not set when a strategy "
+                                    "was created) or a dump could not be written");
+    return PG_OK;
   });
 }
 

@@ -11,6 +11,7 @@
 #include "core/runtime.h"
 #include "core/status.h"
 #include "core/strategy.h"
+#include "core/trace.h"
 #include "core/watchdog.h"
 
 namespace pg {
@@ -22,8 +23,13 @@ bool trivial(const CollArgs &a) {
   return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier;
 }
 
+// A backend failure poisons the strategy; the flight recorder dumps then, while
+// the job may still be alive to tell.
 pg_status poison_on_failure(pg_strategy *s, pg_status st) {
-  if (st == PG_ERR_BACKEND) s->health.poison(last_error());
+  if (st == PG_ERR_BACKEND && !s->health.poisoned()) {
+    s->health.poison(last_error());
+    if (s->trace) trace::dump("poison");
+  }
   return st;
 }
 
@@ -172,12 +178,14 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
 pg_status serve(pg_strategy *s, const CollArgs &a) {
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
+  if (inst != s->primary.get()) trace::annotate_fallback();
   pg_status st = run_on(s, inst, a);
   if (st == PG_ERR_UNSUPPORTED && inst == s->primary.get() && !is_point_to_point(a.coll) &&
       s->selection.backend != default_backend(s->device)) {
     PG_CHECK(ensure_fallback(s));
     s->delegated.set(static_cast<int>(a.coll));
     inst = s->fallback.get();
+    trace::annotate_fallback();
     st = run_on(s, inst, a);
   }
   if (st == PG_ERR_UNSUPPORTED)
@@ -219,6 +227,7 @@ pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a, std::uint64_t s
   PG_CHECK(check_usable(coll_name(a.coll), s));  // queued work after a failure does not run
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
+  if (inst != s->primary.get()) trace::annotate_fallback();
   std::unique_ptr<Request> request;
   pg_status st = inst->backend->start(a, &request);
   if (st == PG_ERR_UNSUPPORTED) return execute(s, a, sequence);
@@ -230,6 +239,7 @@ pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a, std::uint64_t s
 }  // namespace
 
 void complete(pg_work *w, pg_status st, const std::string &error) {
+  if (w->trace_seq && w->strategy && w->strategy->trace) w->strategy->trace->end(w->trace_seq, st);
   std::lock_guard<std::mutex> lock(w->mutex);
   w->status = st;
   if (st != PG_OK) w->error = error;
@@ -237,32 +247,52 @@ void complete(pg_work *w, pg_status st, const std::string &error) {
   w->finished_cv.notify_all();
 }
 
+// The number a collective's flight-recorder entry shares with every rank.
+std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
+  return is_point_to_point(a.coll) ? 0 : s->sequence;
+}
+
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
-  PG_CHECK(enter(s, args, local, false));
-  if (trivial(args)) return PG_OK;
+  const pg_status entered = enter(s, args, local, false);
+  trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
+  if (entered != PG_OK || trivial(args)) return op.end(entered);
   // Blocking collectives run after the work started before them.
   s->progress.drain();
   if (!is_point_to_point(args.coll)) settle_started(s);
-  return execute(s, args, s->sequence);
+  trace::Current current(s->trace.get(), op.seq());
+  return op.end(execute(s, args, s->sequence));
 }
 
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out) {
   *out = nullptr;
-  PG_CHECK(enter(s, args, local, true));
+  const pg_status entered = enter(s, args, local, true);
+  trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args), trace::kNonblocking);
+  if (entered != PG_OK) return op.end(entered);
   auto w = std::make_unique<pg_work>();
   w->strategy = s;
   if (trivial(args)) {
     w->finished = true;
+    op.end(PG_OK);
   } else {
+    // Its end is recorded when the work completes.
+    w->trace_seq = op.seq();
+    op.keep();
+    trace::Current current(s->trace.get(), w->trace_seq);
     CollArgs a = args;
     stage_alltoall(s, &a, &w->stage);
     pg_status st = PG_ERR_UNSUPPORTED;
     // A native start keeps the order only when nothing is queued before it.
     if (s->progress.idle()) {
       Instance *inst = nullptr;
-      PG_CHECK(pick(s, a.coll, &inst));
-      st = inst->backend->start(a, &w->native);
-      if (st != PG_OK && st != PG_ERR_UNSUPPORTED) return poison_on_failure(s, st);
+      st = pick(s, a.coll, &inst);
+      if (st == PG_OK) {
+        if (inst != s->primary.get()) trace::annotate_fallback();
+        st = inst->backend->start(a, &w->native);
+      }
+      if (st != PG_OK && st != PG_ERR_UNSUPPORTED) {
+        if (s->trace) s->trace->end(w->trace_seq, st);
+        return poison_on_failure(s, st);
+      }
       if (st == PG_OK && !is_point_to_point(a.coll)) w->watch = {watchdog::now_ns(), s->sequence, a.coll};
     }
     if (st == PG_ERR_UNSUPPORTED) {
@@ -270,7 +300,10 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
       if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
         pg_work *raw = w.get();
         const std::uint64_t sequence = s->sequence;
-        s->progress.submit([s, raw, a, sequence] { complete(raw, execute_nonblocking(s, a, sequence), last_error()); });
+        s->progress.submit([s, raw, a, sequence] {
+          trace::Current current(s->trace.get(), raw->trace_seq);
+          complete(raw, execute_nonblocking(s, a, sequence), last_error());
+        });
       } else {
         complete(w.get(), execute_nonblocking(s, a, s->sequence), last_error());
       }

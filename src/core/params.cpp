@@ -1,6 +1,10 @@
 #include "core/params.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -70,6 +74,19 @@ const Param<Settings> kRows[] = {
        return PG_OK;
      },
      nullptr},
+    // The recorder measures each rank's clock against rank 0's at creation
+    // (collective): ranks agree on whether it is on.
+    {"PGS_TRACE", "unset (off)", "the flight recorder: each rank writes its dumps into this folder",
+     [](const char *n, const char *v, Settings *s) { return parse_writable_dir(n, v, &s->trace_dir); },
+     [](const Settings &s) { return std::string(s.trace_dir.empty() ? "off" : "on"); }},
+    {"PGS_TRACE_ENTRIES", "4096", "operations each strategy's flight recorder keeps",
+     [](const char *n, const char *v, Settings *s) {
+       int entries = 0;
+       PG_CHECK(parse_int(n, v, 16, 1 << 20, &entries));
+       s->trace_entries = static_cast<std::size_t>(entries);
+       return PG_OK;
+     },
+     nullptr},
 };
 
 }  // namespace
@@ -135,6 +152,21 @@ pg_status parse_plugin_path(const char *var, const char *value, std::vector<std:
 pg_status parse_path(const char *var, const char *value, std::string *out) {
   if (has_space(value)) return bad(var, value, "a file path without whitespace");
   *out = value;
+  return PG_OK;
+}
+
+pg_status parse_writable_dir(const char *var, const char *value, std::string *out) {
+  PG_CHECK(parse_path(var, value, out));
+  struct stat st {};
+  if (stat(value, &st) != 0)
+    return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: %s; expected an existing folder", var,
+                text::printable(value).c_str(), std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: not a folder; expected an existing folder", var,
+                text::printable(value).c_str());
+  if (access(value, W_OK | X_OK) != 0)
+    return fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: this process cannot write in it (%s)", var,
+                text::printable(value).c_str(), std::strerror(errno));
   return PG_OK;
 }
 

@@ -100,6 +100,8 @@ struct Settings {
   bool debug_detail = false;             // PGS_DEBUG=detail
   double timeout_s = 0;                  // PGS_TIMEOUT; 0 = off
   Bind bind = Bind::none;                // PGS_BIND
+  std::string trace_dir;                 // PGS_TRACE; empty: the flight recorder is off
+  std::size_t trace_entries = 4096;      // PGS_TRACE_ENTRIES
   std::vector<std::string> given;        // as set, by row
 
   Listings list() const;
@@ -113,6 +115,8 @@ pg_status read(Settings *out);
 pg_status parse_backend(const char *var, const char *value, BackendChoice *out);
 pg_status parse_plugin_path(const char *var, const char *value, std::vector<std::string> *out);
 pg_status parse_path(const char *var, const char *value, std::string *out);
+// An existing folder this process may write files in.
+pg_status parse_writable_dir(const char *var, const char *value, std::string *out);
 pg_status parse_positive_int(const char *var, const char *value, int *out);
 // An integer from `min` to `max`.
 pg_status parse_int(const char *var, const char *value, int min, int max, int *out);

@@ -13,6 +13,7 @@
 #include "core/names.h"
 #include "core/status.h"
 #include "core/text.h"
+#include "core/trace.h"
 #include "topology/machine.h"
 
 namespace pg {
@@ -190,6 +191,10 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
     }
     return made;
   }
+  if (!s->settings.trace_dir.empty()) {
+    PG_CHECK(trace::start(s));
+    trace::Op(s, static_cast<std::uint8_t>(trace::Event::create), nullptr, 0).end(PG_OK);
+  }
   s->lacks = lacking(*s->primary->backend);
   // Point-to-point cannot create the default lazily (it is not collective).
   if (s->lacks[static_cast<int>(Coll::send)] && s->selection.backend != default_backend(s->device))
@@ -217,8 +222,9 @@ pg_status create_strategy(const char *device, const char *backend, MPI_Comm comm
   return PG_OK;
 }
 
-pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out) {
-  *out = nullptr;
+namespace {
+
+pg_status split_comm(pg_strategy *s, int color, int key, pg_strategy **out) {
   MPI_Comm sub = MPI_COMM_NULL;
   PG_MPI_CHECK(MPI_Comm_split(s->comm, color < 0 ? MPI_UNDEFINED : color, key, &sub));
   if (sub == MPI_COMM_NULL) return PG_OK;
@@ -228,7 +234,18 @@ pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out) 
   return st;
 }
 
+}  // namespace
+
+pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out) {
+  *out = nullptr;
+  trace::Op op(s, static_cast<std::uint8_t>(trace::Event::split), nullptr, 0);
+  return op.end(split_comm(s, color, key, out));
+}
+
 pg_status destroy_strategy(pg_strategy *s) {
+  // The recorder outlives the strategy, for the dump that follows.
+  const std::shared_ptr<trace::Recorder> recorder = s->trace;
+  trace::Op op(s, static_cast<std::uint8_t>(trace::Event::destroy), nullptr, 0);
   runtime::untrack(s);
   s->progress.stop();
   const bool alive = runtime::mpi_alive();
@@ -253,7 +270,9 @@ pg_status destroy_strategy(pg_strategy *s) {
     if (s->comm != MPI_COMM_NULL) MPI_Comm_free(&s->comm);
     if (s->instance_comm != MPI_COMM_NULL) MPI_Comm_free(&s->instance_comm);
   }
+  op.end(result);
   delete s;
+  if (recorder) trace::retire(recorder);
   return result;
 }
 

@@ -21,6 +21,10 @@
 #include "core/watchdog.h"
 #include "topology/layout.h"
 
+namespace pg::trace {
+class Recorder;
+}
+
 namespace pg {
 
 // Whether a strategy can still be used: poisoned for good after a backend
@@ -72,6 +76,7 @@ struct pg_strategy {
   std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
 
   pg::Health health;               // poisoned by dispatch and the watchdog
+  std::shared_ptr<pg::trace::Recorder> trace;  // the flight recorder (PGS_TRACE), or null
   // The collective in flight on the caller's thread [0] and on the progress
   // thread [1] (watchdog.cpp): each thread writes only its own.
   pg::watchdog::Marks marks[2];
@@ -92,6 +97,7 @@ struct pg_work {
   pg::watchdog::Watch watch;                     // a native collective under PGS_TIMEOUT
   std::uint64_t order = 0;                       // start number on its strategy
   bool collective = false;                       // not point-to-point
+  std::uint64_t trace_seq = 0;                   // its entry in the flight recorder, 0 when off
 };
 
 namespace pg {

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/runtime.h"
 #include "core/strategy.h"
+#include "core/trace.h"
 
 namespace pg::watchdog {
 namespace {
@@ -105,6 +106,7 @@ void abort_job(pg_strategy *s, const Watch &watch) {
   // flushed, and the launcher gets time to forward it before the abort ends
   // every process (without the pause it was lost in about one run of three).
   std::fflush(stderr);
+  trace::dump("watchdog");  // what every strategy of this rank did last, before the job ends
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   s->health.poison("the watchdog aborted the job");
   if (s->primary) s->primary->backend->abort();

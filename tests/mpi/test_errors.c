@@ -82,6 +82,22 @@ int main(void) {
   expect_message("PGS_TIMEOUT");
   unsetenv("PGS_TIMEOUT");
 
+  /* The flight recorder's folder must be one this process can write in. */
+  setenv("PGS_TRACE", "/no/such/folder", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
+  expect_message("PGS_TRACE='/no/such/folder'");
+  expect_message("an existing folder");
+  setenv("PGS_TRACE", "/proc/self/status", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
+  expect_message("not a folder");
+  unsetenv("PGS_TRACE");
+  setenv("PGS_TRACE_ENTRIES", "lots", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
+  expect_message("PGS_TRACE_ENTRIES='lots'");
+  expect_message("16 to 1048576");
+  unsetenv("PGS_TRACE_ENTRIES");
+  PG_TEST_STATUS(pg_trace_dump(), PG_ERR_STATE);
+
   /* fairring's algorithm forced by name: an unknown name, and one this layout
    * cannot run (one rank per node leaves nothing to reduce in shared memory). */
   setenv("PGS_FAIRRING_ALGO", "fastest", 1);

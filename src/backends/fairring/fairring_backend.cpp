@@ -13,6 +13,7 @@
 #include "core/instance.h"
 #include "core/status.h"
 #include "core/text.h"
+#include "core/trace.h"
 
 namespace pg::fairring {
 
@@ -71,7 +72,9 @@ class FairringBackend final : public Backend {
   }
 
   pg_status run(const CollArgs &a) override {
-    switch (choose(situation_, a, settings_.algorithm)) {
+    const Algorithm algorithm = choose(situation_, a, settings_.algorithm);
+    if (algorithm != Algorithm::hierarchical) trace::annotate(info(algorithm).name);
+    switch (algorithm) {
       case Algorithm::hierarchical: return hierarchical(a)->wait();
       case Algorithm::leaders: return allreduce_leaders(a, shape_, *node_->backend, *rail_->backend);
       case Algorithm::flat: break;
@@ -80,7 +83,9 @@ class FairringBackend final : public Backend {
   }
 
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
-    switch (choose(situation_, a, settings_.algorithm)) {
+    const Algorithm algorithm = choose(situation_, a, settings_.algorithm);
+    if (algorithm != Algorithm::hierarchical) trace::annotate(info(algorithm).name);
+    switch (algorithm) {
       case Algorithm::hierarchical: *out = hierarchical(a); return PG_OK;
       case Algorithm::leaders: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
       case Algorithm::flat: break;
@@ -139,6 +144,7 @@ class FairringBackend final : public Backend {
     const std::size_t block = a.count * plan->esize, all = block * static_cast<std::size_t>(shape_.size);
     plan->send_spot = memory_->find(a.send, a.coll == Coll::reduce_scatter ? all : block);
     plan->recv_spot = memory_->find(a.recv, a.coll == Coll::allgather ? all : block);
+    trace::annotate(info(Algorithm::hierarchical).name, static_cast<std::uint32_t>(plan->slices));
     return schedule_->start(std::move(plan));
   }
 

@@ -1,0 +1,118 @@
+/* Jobs for the flight recorder's tests (check_trace.sh runs them with
+ * PGS_TRACE set, then reads the dumps with pg-trace):
+ *
+ *   trace_job hang        3 allreduces; then every rank but the last enters a
+ *                         4th while the last sleeps (PGS_TIMEOUT ends the job)
+ *   trace_job straggler   10 allreduces; rank 1 sleeps 50 ms before each
+ *   trace_job mismatch    2 allreduces; then rank 0 broadcasts while the others
+ *                         allreduce, and all meet at a barrier (PGS_TIMEOUT or
+ *                         MPI ends it)
+ *   trace_job signal      200 allreduces; every rank sends itself SIGUSR1 at
+ *                         the 100th and checks that its dump appears; all
+ *                         results checked
+ *   trace_job many N      N allreduces, results checked (the ring buffer)
+ *   trace_job backend B   allreduce, reduce_scatter and allgather on backend B
+ *                         ("plain": a table backend), results checked
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pg_test.h"
+
+static void sleep_ms(long ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
+/* count elements of rank + i; the sum over ranks is known. */
+static void allreduce_checked(pg_strategy *s, size_t count) {
+  const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  double *data = malloc(count * sizeof *data);
+  for (size_t i = 0; i < count; ++i) data[i] = rank + (double)i;
+  PG_TEST_STATUS(pg_allreduce(s, data, data, count, PG_FLOAT64, PG_SUM), PG_OK);
+  for (size_t i = 0; i < count; ++i)
+    if (!PG_TEST_TRUE(data[i] == size * (size - 1) / 2.0 + size * (double)i, "element %zu: %g", i, data[i])) break;
+  free(data);
+}
+
+/* Whether this rank's dump in PGS_TRACE says `text`, within `ms` milliseconds. */
+static int dump_says(const char *text, int ms) {
+  const char *dir = getenv("PGS_TRACE");
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char suffix[64];
+  snprintf(suffix, sizeof suffix, "-rank%d.json", rank);
+  for (int waited = 0; waited <= ms; waited += 10) {
+    char command[1024];
+    snprintf(command, sizeof command, "grep -qs '%s' %s/pgstrategy-*%s", text, dir, suffix);
+    if (system(command) == 0) return 1;
+    sleep_ms(10);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  pg_test_watchdog("trace_job");
+  const char *mode = argc > 1 ? argv[1] : "";
+  const char *backend = strcmp(mode, "backend") == 0 && argc > 2 ? argv[2] : NULL;
+  if (backend && strcmp(backend, "plain") == 0) PG_TEST_STATUS(pg_test_register_plain(), PG_OK);
+  pg_strategy *s = NULL;
+  PG_TEST_STATUS(pg_strategy_create("cpu", backend, &s), PG_OK);
+  if (!s) return 1;
+  const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  double x = 1;
+
+  if (strcmp(mode, "hang") == 0) {
+    for (int i = 0; i < 3; ++i) allreduce_checked(s, 4);
+    if (rank == size - 1) sleep_ms(60000);  /* never arrives; the watchdog ends the job */
+    allreduce_checked(s, 4);
+  } else if (strcmp(mode, "straggler") == 0) {
+    for (int i = 0; i < 10; ++i) {
+      if (rank == 1) sleep_ms(50);
+      allreduce_checked(s, 16);
+    }
+  } else if (strcmp(mode, "mismatch") == 0) {
+    for (int i = 0; i < 2; ++i) allreduce_checked(s, 4);
+    if (rank == 0) pg_broadcast(s, &x, 1, PG_FLOAT64, 0);
+    else pg_allreduce(s, &x, &x, 1, PG_FLOAT64, PG_SUM);
+    /* A rank MPI let through waits in the next collective: the watchdog ends the job. */
+    pg_barrier(s);
+  } else if (strcmp(mode, "signal") == 0) {
+    for (int i = 0; i < 200; ++i) {
+      if (i == 100) {
+        kill(getpid(), SIGUSR1);
+        PG_TEST_TRUE(dump_says("\"reason\":\"signal\"", 5000), "a dump after SIGUSR1");
+      }
+      allreduce_checked(s, 8);
+    }
+  } else if (strcmp(mode, "many") == 0) {
+    const int n = argc > 2 ? atoi(argv[2]) : 50;
+    for (int i = 0; i < n; ++i) allreduce_checked(s, 2);
+  } else if (backend) {
+    /* 64 KiB: above fairring's flat threshold. */
+    const size_t n = 8192;
+    double *send = malloc(n * size * sizeof *send), *recv = malloc(n * size * sizeof *recv);
+    for (size_t i = 0; i < n * size; ++i) send[i] = rank + (double)i;
+    allreduce_checked(s, n);
+    PG_TEST_STATUS(pg_reduce_scatter(s, send, recv, n, PG_FLOAT64, PG_SUM), PG_OK);
+    for (size_t i = 0; i < n; ++i)
+      if (!PG_TEST_TRUE(recv[i] == size * (size - 1) / 2.0 + size * (double)(rank * n + i), "reduce_scatter %zu", i))
+        break;
+    PG_TEST_STATUS(pg_allgather(s, send, recv, n, PG_FLOAT64), PG_OK);
+    for (int r = 0; r < size; ++r)
+      if (!PG_TEST_TRUE(recv[r * n + 1] == r + 1.0, "allgather block %d", r)) break;
+    free(send);
+    free(recv);
+  } else {
+    fprintf(stderr, "usage: trace_job hang|straggler|mismatch|signal|many N|backend NAME\n");
+    return 2;
+  }
+  PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
+  return pg_test_verdict(MPI_COMM_WORLD, "trace_job");
+}
