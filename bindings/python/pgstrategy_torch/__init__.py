@@ -25,7 +25,7 @@ import torch.distributed as dist
 
 from . import _C
 
-__all__ = ["Options", "register", "mpi_env", "describe", "backends", "version"]
+__all__ = ["Options", "register", "mpi_env", "describe", "backends", "version", "dump_trace"]
 
 NAME = "pgstrategy"
 
@@ -108,6 +108,13 @@ def describe(group=None, device="cpu"):
 def backends():
     """The registered pgstrategy backends, comma-separated (plugins appear once loaded)."""
     return _C.backends()
+
+
+def dump_trace():
+    """Write this rank's flight-recorder dump now: the last operations of every group
+    (PGS_TRACE=DIR, set before the groups were made; files DIR/pgstrategy-<job>-rank<R>.json,
+    read by ``pg-trace DIR``). Raises when PGS_TRACE was not set."""
+    _C.dump_trace()
 
 
 def version():

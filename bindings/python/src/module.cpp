@@ -69,6 +69,10 @@ PYBIND11_MODULE(_C, m) {
     if (!name) throw py::value_error(pg_last_error());
     return std::string(name);
   }, py::arg("device"));
+  m.def("dump_trace", [] {
+    const pg_status st = pg_trace_dump();
+    if (st != PG_OK) throw std::runtime_error(std::string("pgstrategy: ") + pg_last_error());
+  }, "pg_trace_dump: this rank's flight-recorder dump, now (PGS_TRACE)");
   m.def("version", [] {
     int major = 0, minor = 0, patch = 0;
     pg_version(&major, &minor, &patch);
