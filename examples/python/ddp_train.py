@@ -3,11 +3,13 @@
     mpiexec -n 4 python ddp_train.py                          # mpi underneath (CPU default)
     PGS_BACKEND=cpu:fairring mpiexec -n 4 python ddp_train.py  # another algorithm, same code
     srun --mpi=pmi2 -n 4 python ddp_train.py                   # under Slurm
+    PGS_TRACE=/tmp/trace mpiexec -n 4 python ddp_train.py      # flight recorder: then pg-trace /tmp/trace
 
 Each rank trains on its own batches; DDP averages the gradients, so every
 rank ends with the same model. Prints the loss and what ran underneath.
 """
 
+import os
 import sys
 
 import torch
@@ -49,5 +51,10 @@ identical = torch.equal(high, low)
 if rank == 0:
     print(f"{size} ranks, parameters identical on every rank: {identical}")
     print(f"underneath: {pgstrategy_torch.describe(device=device.type)}")
+# With PGS_TRACE=DIR every rank writes its last operations to
+# DIR/pgstrategy-<job>-rank<R>.json (at destroy and exit; a hang's watchdog,
+# SIGUSR1 or pgstrategy_torch.dump_trace() write them too); pg-trace DIR reads them.
+if rank == 0 and os.environ.get("PGS_TRACE"):
+    print(f"flight recorder: dumps in {os.environ['PGS_TRACE']}; read them with: pg-trace {os.environ['PGS_TRACE']}")
 dist.destroy_process_group()
 sys.exit(0 if identical else 1)

@@ -4,6 +4,7 @@
     mpiexec -n 2 python lightning_train.py --strategy ddp_pgstrategy   # the registered strategy name
     PGS_BACKEND=cpu:fairring mpiexec -n 2 python lightning_train.py
     srun -N 1 --ntasks-per-node=2 --mpi=pmi2 python lightning_train.py --devices 2
+    PGS_TRACE=/tmp/trace mpiexec -n 2 python lightning_train.py     # flight recorder: then pg-trace /tmp/trace
 
 Lightning finds the ranks through mpi4py under mpiexec (MPIEnvironment) and
 through Slurm's variables under srun (which wants --ntasks-per-node);
@@ -11,6 +12,7 @@ through Slurm's variables under srun (which wants --ntasks-per-node);
 """
 
 import argparse
+import os
 
 import lightning.pytorch as L
 import torch
@@ -58,6 +60,9 @@ def main():
     if trainer.global_rank == 0:
         print(f"trained on {trainer.world_size} ranks; loss {trainer.callback_metrics['loss'].item():.4f}")
         print(f"underneath: {pgstrategy_torch.describe()}")
+        # PGS_TRACE=DIR: every rank's last operations go to DIR/pgstrategy-<job>-rank<R>.json.
+        if os.environ.get("PGS_TRACE"):
+            print(f"flight recorder: dumps in {os.environ['PGS_TRACE']}; read them with: pg-trace {os.environ['PGS_TRACE']}")
 
 
 if __name__ == "__main__":

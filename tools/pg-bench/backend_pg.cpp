@@ -3,6 +3,11 @@
 // are device memory from pg_mem_alloc and its calls go to a stream of
 // pg-bench's own (pg_strategy_set_stream); each call is timed to the end of
 // that stream (synchronize), as nccl-raw's calls are.
+//
+// "NAME+trace" is the same backend with the flight recorder on: pg-bench takes
+// PGS_TRACE out of its environment at the start and gives it to these
+// strategies alone, so a traced and an untraced backend run side by side.
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -12,9 +17,28 @@
 namespace pgbench {
 namespace {
 
+constexpr const char *kTraced = "+trace";
+
+// PGS_TRACE as pg-bench was started with it, taken out of the environment.
+const std::string &trace_dir() {
+  static const std::string dir = [] {
+    const char *v = std::getenv("PGS_TRACE");
+    std::string d = v ? v : "";
+    unsetenv("PGS_TRACE");
+    return d;
+  }();
+  return dir;
+}
+
+bool traced(const std::string &name) {
+  const std::size_t n = std::strlen(kTraced);
+  return name.size() > n && name.compare(name.size() - n, n, kTraced) == 0;
+}
+
 class PgBackend : public Backend {
  public:
-  explicit PgBackend(const std::string &name) : Backend(name) {}
+  explicit PgBackend(const std::string &name)
+      : Backend(name), library_name_(traced(name) ? name.substr(0, name.size() - std::strlen(kTraced)) : name) {}
 
   std::string description() const override { return description_; }
 
@@ -22,7 +46,12 @@ class PgBackend : public Backend {
     cuda_ = info.cuda;
     mem_alloc_ = info.mem_alloc || cuda_;
     const char *device = cuda_ ? "cuda" : "cpu";
-    const pg_status st = pg_strategy_create(device, name().c_str(), &strategy_);
+    const bool trace = traced(name());
+    if (trace && trace_dir().empty())
+      throw Error("'" + name() + "' needs PGS_TRACE=DIR (the folder of the flight recorder's dumps)");
+    if (trace) setenv("PGS_TRACE", trace_dir().c_str(), 1);
+    const pg_status st = pg_strategy_create(device, library_name_.c_str(), &strategy_);
+    if (trace) unsetenv("PGS_TRACE");
     if (st != PG_OK) {
       const std::string msg = std::string(pg_status_name(st)) + ": " + pg_last_error();
       strategy_ = nullptr;
@@ -47,7 +76,7 @@ class PgBackend : public Backend {
     description_ = "pgstrategy backend '" + std::string(pg_strategy_backend(strategy_)) + "' (device " + device +
                    (cuda_ ? ", device buffers from pg_mem_alloc, calls on a stream of pg-bench's"
                           : mem_alloc_ ? ", buffers from pg_mem_alloc" : "") +
-                   "): " + first;
+                   (trace ? ", flight recorder on" : "") + "): " + first;
   }
 
   bool own_buffers() const override { return mem_alloc_; }
@@ -117,6 +146,7 @@ class PgBackend : public Backend {
   }
 
  private:
+  const std::string library_name_;  // the name without "+trace"
   pg_strategy *strategy_ = nullptr;
   bool cuda_ = false;
   bool mem_alloc_ = false;
