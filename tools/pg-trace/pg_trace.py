@@ -266,7 +266,7 @@ def plot(dumps, path):
         start = (e["start_ns"] - t0) / 1e6
         width = max((e.get("end_ns", last) - e["start_ns"]) / 1e6, 1e-3)
         ax.broken_barh([(start, width)], (ranks.index(rank) - 0.4, 0.8), facecolors=colors[e["op"]],
-                       edgecolor="black" if "end_ns" not in e else "none")
+                       edgecolor="black" if "end_ns" not in e else "white", linewidth=0.8)
     ax.set_yticks(range(len(ranks)))
     ax.set_yticklabels([f"rank {r}" for r in ranks])
     ax.set_xlabel("ms (rank 0's clock)")
