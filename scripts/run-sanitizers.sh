@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI's checking jobs, after the suite (.ci/run): the suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, two threads on two strategies
-# under ThreadSanitizer (with and without PGS_TIMEOUT and PGS_DEBUG, on mpi and
+# under ThreadSanitizer (with and without PGS_TIMEOUT, PGS_DEBUG and PGS_TRACE, on mpi and
 # fairring), and the libFuzzer target over the environment parsers. Each job
 # fails on any report; suppressions cover only third-party libraries
 # (tests/sanitizers/). FUZZ_SECONDS sets the fuzzing time (default 60).
@@ -42,8 +42,10 @@ configure build-tsan "-fsanitize=thread -g -O1" -DPGS_ENABLE_FORTRAN=OFF -DPGS_E
 cmake --build build-tsan -j"$(nproc)" --target test_lifecycle test_nonblocking >build-tsan.build.log 2>&1 ||
   { tail -50 build-tsan.build.log; exit 1; }
 export TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp halt_on_error=1 exitcode=66"
+mkdir -p build-tsan/trace  # the flight recorder: its writer thread beside the strategies' threads
 for settings in "" "PGS_TIMEOUT=60" "PGS_DEBUG=detail" "PGS_TIMEOUT=60 PGS_DEBUG=detail" \
-                "PGS_BACKEND=cpu:fairring PGS_FAIRRING_MIN_BYTES=0 PGS_TIMEOUT=60"; do
+                "PGS_BACKEND=cpu:fairring PGS_FAIRRING_MIN_BYTES=0 PGS_TIMEOUT=60" \
+                "PGS_TRACE=$root/build-tsan/trace PGS_TIMEOUT=60"; do
   for test in test_lifecycle test_nonblocking; do
     echo "-- $test ${settings:-(no settings)}"
     env $settings mpiexec -n 2 "build-tsan/tests/mpi/$test"
