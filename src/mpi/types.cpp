@@ -46,18 +46,19 @@ Fn user_fn(pg_dtype dtype, pg_op op) {
 }
 
 // One MPI_Op per (dtype, op) pair that needs one, created on first use and
-// kept for the life of the process.
+// kept for the life of the process. Found without a lock once made (a
+// reduction's hot path asks for its operation on every call).
 pg_status user_op(pg_dtype dtype, pg_op op, MPI_Op *out) {
-  static std::mutex mutex;
-  static MPI_Op ops[kDtypeCount][kOpCount];
-  static bool made[kDtypeCount][kOpCount];
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!made[dtype][op]) {
-    const int error = MPI_Op_create(user_fn(dtype, op), /*commute=*/1, &ops[dtype][op]);
-    if (error != MPI_SUCCESS) return mpi_failure(error, "MPI_Op_create", __FILE__, __LINE__);
-    made[dtype][op] = true;
-  }
-  *out = ops[dtype][op];
+  struct Slot {
+    std::once_flag once;
+    MPI_Op op = MPI_OP_NULL;
+    int error = MPI_SUCCESS;
+  };
+  static Slot slots[kDtypeCount][kOpCount];
+  Slot &slot = slots[dtype][op];
+  std::call_once(slot.once, [&] { slot.error = MPI_Op_create(user_fn(dtype, op), /*commute=*/1, &slot.op); });
+  if (slot.error != MPI_SUCCESS) return mpi_failure(slot.error, "MPI_Op_create", __FILE__, __LINE__);
+  *out = slot.op;
   return PG_OK;
 }
 
