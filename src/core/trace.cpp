@@ -28,7 +28,8 @@ namespace {
 // Recorders of destroyed strategies kept for the dumps that follow (a job that
 // makes and drops sub-groups in a loop would otherwise grow without bound).
 constexpr std::size_t kRetired = 16;
-constexpr int kClockRounds = 5;
+constexpr int kClockRounds = 5, kClockRoundsMax = 100;
+constexpr std::int64_t kClockGoodNs = 20000, kClockBudgetNs = 100000000;
 constexpr int kClockTag = 3;  // s->comm's point-to-point tags: 1 is the PGS_DEBUG check
 
 struct Registry {
@@ -80,9 +81,13 @@ std::string entry_json(const Entry &e, std::int64_t offset) {
     j += ",\"dtype\":" + quote(dtype_name(static_cast<pg_dtype>(e.dtype)));
     if (is_reduction(static_cast<Coll>(e.what))) j += ",\"redop\":" + quote(op_name(static_cast<pg_op>(e.op)));
   }
+  // The uneven collectives' counts differ by rank: "elements" (this rank's
+  // share) rather than the "count" every rank must agree on.
+  const bool uneven = op && is_uneven(static_cast<Coll>(e.what));
   if (e.what != static_cast<std::uint8_t>(Coll::barrier) && e.what != static_cast<std::uint8_t>(Event::create) &&
       e.what != static_cast<std::uint8_t>(Event::destroy))
-    j += ",\"count\":" + std::to_string(e.count) + ",\"bytes\":" + std::to_string(e.bytes);
+    j += std::string(uneven ? ",\"elements\":" : ",\"count\":") + std::to_string(e.count) +
+         ",\"bytes\":" + std::to_string(e.bytes);
   if (e.root >= 0) j += ",\"root\":" + std::to_string(e.root);
   j += ",\"start_ns\":" + std::to_string(e.start_ns + offset);
   if (e.end_ns) j += ",\"end_ns\":" + std::to_string(e.end_ns + offset);
@@ -105,6 +110,14 @@ std::uint64_t bytes_of(const CollArgs &a, int size) {
     case Coll::gather:
     case Coll::scatter: return one * static_cast<std::uint64_t>(size);
     case Coll::barrier: return 0;
+    // The uneven collectives: what this rank's buffers hold (the whole
+    // receive buffer of allgatherv, the root's of gatherv and scatterv,
+    // reduce_scatterv's send buffer, alltoallv's send blocks).
+    case Coll::allgatherv:
+    case Coll::reduce_scatterv: return a.v ? a.v->recv_total * dtype_size(a.dtype) : 0;
+    case Coll::alltoallv: return a.v ? a.v->send_total * dtype_size(a.dtype) : 0;
+    case Coll::gatherv: return a.v && !a.v->recv_counts.empty() ? a.v->recv_total * dtype_size(a.dtype) : one;
+    case Coll::scatterv: return a.v && !a.v->send_counts.empty() ? a.v->send_total * dtype_size(a.dtype) : one;
     default: return one;
   }
 }
@@ -126,23 +139,30 @@ pg_status agree_job(MPI_Comm comm, std::string *job) {
   return PG_OK;
 }
 
-// This rank's clock against rank 0's: kClockRounds round trips, the offset of
-// the shortest (Cristian's method); its half round trip bounds the error.
+// This rank's clock against rank 0's: round trips to rank 0, keeping the
+// offset of the shortest (Cristian's method), whose half round trip bounds the
+// error. At least kClockRounds; more while the best is above kClockGoodNs, up
+// to kClockRoundsMax or kClockBudgetNs (ranks sharing cores wait for one:
+// round trips of milliseconds). Each peer tells rank 0 when it is done.
 pg_status measure_clock(MPI_Comm comm, int rank, int size, std::int64_t *offset, std::int64_t *uncertainty) {
+  constexpr std::int64_t kDone = INT64_MIN;
   *offset = 0;
   *uncertainty = 0;
   if (rank == 0) {
     for (int r = 1; r < size; ++r)
-      for (int i = 0; i < kClockRounds; ++i) {
+      while (true) {
         std::int64_t asked = 0;
         PG_MPI_CHECK(MPI_Recv(&asked, 1, MPI_INT64_T, r, kClockTag, comm, MPI_STATUS_IGNORE));
+        if (asked == kDone) break;
         const std::int64_t now = watchdog::now_ns();
         PG_MPI_CHECK(MPI_Send(&now, 1, MPI_INT64_T, r, kClockTag, comm));
       }
     return PG_OK;
   }
   std::int64_t best = INT64_MAX;
-  for (int i = 0; i < kClockRounds; ++i) {
+  const std::int64_t until = watchdog::now_ns() + kClockBudgetNs;
+  for (int i = 0; i < kClockRounds || (best > kClockGoodNs && i < kClockRoundsMax && watchdog::now_ns() < until);
+       ++i) {
     const std::int64_t sent = watchdog::now_ns();
     std::int64_t theirs = 0;
     PG_MPI_CHECK(MPI_Send(&sent, 1, MPI_INT64_T, 0, kClockTag, comm));
@@ -154,6 +174,7 @@ pg_status measure_clock(MPI_Comm comm, int rank, int size, std::int64_t *offset,
       *uncertainty = round / 2;
     }
   }
+  PG_MPI_CHECK(MPI_Send(&kDone, 1, MPI_INT64_T, 0, kClockTag, comm));
   return PG_OK;
 }
 
