@@ -201,7 +201,9 @@ PG_API pg_status pg_strategy_describe(const pg_strategy *s, char *buf, size_t le
  *   "nic"               the NIC nearest to that GPU (without one, to the rank's
  *                       binding): "<name>[/<netdev>] (<how near>)", or "none"
  *   "launcher"          the launcher the environment names (Hydra, Open MPI,
- *                       a Slurm step, torchrun), or "none found"
+ *                       a Slurm step, torchrun), or "none found"; then, when
+ *                       the library brought MPI up itself (docs/launch.md),
+ *                       "; MPI brought up by pgstrategy's bootstrap (...)"
  *   "launcher_warning"  "" unless that launcher and MPI disagree about the job
  *   "nodes"             how nodes were formed: "shared-memory domains" or
  *                       "virtual nodes of PGS_RANKS_PER_NODE=k consecutive ranks"
@@ -211,7 +213,9 @@ PG_API pg_status pg_strategy_describe(const pg_strategy *s, char *buf, size_t le
  *                       "mpi (device default)"
  *   "settings"          every PGS_* variable the library and its built-in
  *                       backends read, one per line: "NAME=value" as set when
- *                       the strategy was created, or "NAME unset (default: ...)"
+ *                       the strategy was created, or "NAME unset (default: ...)";
+ *                       the bootstrap's as set now, PGS_BOOTSTRAP_SECRET never
+ *                       shown
  * PG_ERR_INVALID_ARGUMENT for a NULL handle, key or buf, len 0, or another key
  * (the message lists these). */
 PG_API pg_status pg_strategy_info(const pg_strategy *s, const char *key, char *buf, size_t len);
@@ -256,6 +260,54 @@ PG_API pg_status pg_mpi_datatype(pg_dtype dtype, MPI_Datatype *out);
  * PG_ERR_STATE before MPI_Init or after MPI_Finalize; PG_ERR_INVALID_ARGUMENT or
  * PG_ERR_UNSUPPORTED as pg_reduce_local. */
 PG_API pg_status pg_mpi_op(pg_dtype dtype, pg_op op, MPI_Op *out);
+/** @} */
+
+/** @defgroup launch Starting without an MPI launcher (docs/launch.md)
+ * Under mpiexec, mpirun or srun, MPI_Init joins the launcher's job. Without
+ * one, when RANK and WORLD_SIZE say this process is one of N > 1 (torchrun,
+ * a Kubernetes job, plain copies), the first pg_strategy_create brings MPI up
+ * itself: rank 0 serves a rendezvous at MASTER_ADDR:MASTER_PORT (or
+ * PGS_BOOTSTRAP_ADDR), and the library serves PMI-1 to its own MPI before
+ * MPI_Init. Frameworks that already have a rendezvous of their own (torch's
+ * Store) use the two calls below instead: rank 0 opens the library's
+ * rendezvous and publishes its address and a secret there; every rank joins.
+ * A world of 1 while the launcher or RANK/WORLD_SIZE say N > 1 is an error
+ * (PG_ERR_STATE) for every strategy creation.
+ * @{ */
+
+/** The MPI launcher whose variables this process carries, written
+ * NUL-terminated into buf, truncated to len: "hydra", "openmpi", "slurm",
+ * "pmix", "pmi" (another PMI process manager), "mvapich", "pals", or "" when
+ * none does (a plain process, or a torchrun worker, whose inherited launcher
+ * variables are ignored). Local; PG_ERR_INVALID_ARGUMENT for a NULL buf or
+ * len 0. */
+PG_API pg_status pg_mpi_launcher(char *buf, size_t len);
+
+/** Rank 0 of a job of `size` processes that no MPI launcher started: opens
+ * the job's rendezvous on `host` (NULL or "": PGS_BOOTSTRAP_ADDR's host, else
+ * this machine's address on the route to MASTER_ADDR) and a free port
+ * (PGS_BOOTSTRAP_ADDR's port when set), admitting only processes that prove
+ * `secret` (16 to 1024 printable characters, no spaces). Writes where the
+ * others reach it, "host:port", into address (truncated to len). Call before
+ * MPI is initialized, once per process; then pg_bootstrap_join like every
+ * rank. PG_ERR_STATE when MPI is initialized or a rendezvous is open already;
+ * PG_ERR_INVALID_ARGUMENT when the address cannot be listened on;
+ * PG_ERR_UNSUPPORTED in a build against Open MPI (docs/launch.md). */
+PG_API pg_status pg_bootstrap_listen(int size, const char *host, const char *secret, char *address,
+                                     size_t len);
+
+/** Every rank of such a job: joins the rendezvous at `address` (what rank 0's
+ * pg_bootstrap_listen wrote) as `rank` of `size`, proving `secret`, and brings
+ * MPI up (MPI_THREAD_MULTIPLE; the library finalizes it at exit). Collective
+ * over the job: returns once all `size` processes arrived, or fails on every
+ * one that did, naming the ranks that did not arrive within
+ * PGS_BOOTSTRAP_TIMEOUT (PG_ERR_TIMEOUT), or what disagreed (two processes
+ * with one rank, different sizes, a wrong secret: PG_ERR_INVALID_ARGUMENT).
+ * From then on a process of the job that dies before finalizing MPI, or calls
+ * MPI_Abort, ends every process of the job (docs/launch.md). PG_OK at once
+ * when MPI already runs with `size` processes, or `size` is 1 (MPI starts as
+ * one process); PG_ERR_STATE when MPI runs with another size. */
+PG_API pg_status pg_bootstrap_join(int rank, int size, const char *address, const char *secret);
 /** @} */
 
 /** @defgroup memory Communication buffers (collective)

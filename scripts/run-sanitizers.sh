@@ -56,11 +56,17 @@ unset TSAN_OPTIONS
 echo "== libFuzzer: the environment parsers, ${FUZZ_SECONDS:-60} s"
 configure build-fuzz "" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPGS_ENABLE_FUZZ=ON \
   -DPGS_ENABLE_FORTRAN=OFF -DPGS_ENABLE_GLOO=OFF
-cmake --build build-fuzz --target fuzz_env >build-fuzz.build.log 2>&1 || { tail -50 build-fuzz.build.log; exit 1; }
+cmake --build build-fuzz --target fuzz_env fuzz_launch >build-fuzz.build.log 2>&1 || { tail -50 build-fuzz.build.log; exit 1; }
 mkdir -p build-fuzz/corpus
 status=0
 build-fuzz/tests/fuzz/fuzz_env -max_total_time="${FUZZ_SECONDS:-60}" build-fuzz/corpus tests/fuzz/seeds \
   >build-fuzz/fuzz.log 2>&1 || status=$?
 grep -E "^Done|ERROR|forbids|SUMMARY" build-fuzz/fuzz.log || true
 [ "$status" -eq 0 ] || { tail -40 build-fuzz/fuzz.log; exit 1; }
+echo "== libFuzzer: the bootstrap's parsers (frames, PMI-1 lines, addresses, the job's variables), ${FUZZ_SECONDS:-60} s"
+mkdir -p build-fuzz/corpus-launch
+build-fuzz/tests/fuzz/fuzz_launch -max_total_time="${FUZZ_SECONDS:-60}" build-fuzz/corpus-launch \
+  tests/fuzz/seeds-launch >build-fuzz/fuzz-launch.log 2>&1 || status=$?
+grep -E "^Done|ERROR|SUMMARY" build-fuzz/fuzz-launch.log || true
+[ "$status" -eq 0 ] || { tail -40 build-fuzz/fuzz-launch.log; exit 1; }
 echo "== sanitizers and fuzzing: no report"

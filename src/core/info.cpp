@@ -9,6 +9,8 @@
 #include "core/status.h"
 #include "core/strategy.h"
 #include "core/text.h"
+#include "launch/bootstrap.h"
+#include "launch/settings.h"
 #include "topology/machine.h"
 
 namespace pg {
@@ -105,7 +107,11 @@ const Key kKeys[] = {
        return p.machine ? p.gpu_text : unavailable(p);
      }},
     {"nic", nic},
-    {"launcher", [](const pg_strategy *) { return topo::describe_launcher(topo::detect_launcher()); }},
+    {"launcher",
+     [](const pg_strategy *) {
+       const std::string bootstrap = launch::describe();
+       return topo::describe_launcher(topo::detect_launcher()) + (bootstrap.empty() ? "" : "; " + bootstrap);
+     }},
     {"launcher_warning",
      [](const pg_strategy *) {
        int rank = 0, size = 1;
@@ -128,6 +134,12 @@ const Key kKeys[] = {
 
 params::Listings settings_listings(const pg_strategy *s) {
   params::Listings all = s->settings.list();
+  // The bootstrap's, as the environment gives them now (they act before any strategy).
+  launch::Settings bootstrap;
+  if (launch::read_settings(&bootstrap) == PG_OK) {
+    const params::Listings own = bootstrap.list();
+    all.insert(all.end(), own.begin(), own.end());
+  }
   for (const auto &kv : s->backend_settings) {
     const params::Listings own = kv.second->list();
     all.insert(all.end(), own.begin(), own.end());

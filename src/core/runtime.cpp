@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/strategy.h"
+#include "launch/bootstrap.h"
 
 namespace pg::runtime {
 namespace {
@@ -110,8 +111,12 @@ pg_status ensure_mpi() {
   if (finalized)
     return fail(PG_ERR_STATE, "MPI has been finalized; no strategy can be created any more");
   if (!initialized) {
+    // Without an MPI launcher, a job of N > 1 processes comes up through the
+    // library's bootstrap (docs/launch.md): it arranges PMI for MPI_Init.
+    PG_CHECK(launch::before_mpi_init());
     int provided = 0;
     PG_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    launch::after_mpi_init();
     std::atexit(finalize_owned);
   }
   if (!checked) {
@@ -122,7 +127,8 @@ pg_status ensure_mpi() {
     PG_MPI_CHECK(MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr));
     check_mpi_library();
   }
-  return PG_OK;
+  // A world of 1 while the launcher says N: every process would run alone.
+  return launch::check_world();
 }
 
 int thread_level() { return g_level; }

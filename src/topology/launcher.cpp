@@ -81,6 +81,10 @@ std::string not_a_step(const Env &env) {
 // this table for users). mpiexec inside a Slurm allocation starts its proxies
 // with srun, so Hydra's variables come first.
 const LauncherVars kLaunchers[] = {
+    // A torchrun worker: launcher variables it inherited from whatever started
+    // torchrun (srun, mpiexec) describe the agents, not the workers.
+    {"torchrun", Needs::all, {"TORCHELASTIC_RUN_ID", "RANK", "WORLD_SIZE"}, nullptr,
+     {"RANK"}, {"WORLD_SIZE"}, {"LOCAL_RANK"}, {"LOCAL_WORLD_SIZE"}, {"GROUP_RANK"}, {}, {}, {}},
     // MPICH's Hydra (mpiexec).
     {"hydra", Needs::any, {"PMI_RANK", "PMI_SIZE"}, srun_pmi,
      {"PMI_RANK"}, {"PMI_SIZE"}, {"MPI_LOCALRANKID"}, {"MPI_LOCALNRANKS"}, {}, {}, {}, {}},
@@ -268,8 +272,11 @@ std::string launcher_warning(const Launcher &l, int mpi_rank, int mpi_size,
     if (l.name == "slurm")
       s += "Likely cause: " + srun_advice(l, mpi_library);
     else if (l.name == "torchrun")
-      s += "Likely cause: torchrun does not start MPI jobs; launch with mpiexec, or with "
-           "'srun --mpi=pmi2' under Slurm.";
+      s += "Likely cause: MPI was initialized before pgstrategy could bring these processes into one "
+           "MPI job (the application or mpi4py called MPI_Init first; from Python, import "
+           "pgstrategy_torch before building a Lightning Trainer). Leave MPI_Init to the library "
+           "(pg_strategy_create, init_process_group(\"pgstrategy\")), or launch with mpiexec "
+           "(docs/launch.md).";
     else
       s += "Likely cause: the application is built against a different MPI than this " +
            std::string(l.name == "hydra" ? "MPICH (Hydra) mpiexec" : "Open MPI mpirun") +

@@ -1,5 +1,6 @@
 # The layering the sources keep (README.md, "Repository layout"):
-# - the core, the topology code and the shared helpers (src/cuda, src/mpi)
+# - the core, the topology code, the bootstrap (src/launch) and the shared
+#   helpers (src/cuda, src/mpi)
 #   include no backend;
 # - no backend includes another backend's headers (a backend folder can be
 #   removed with its line in src/backends/builtins.cpp);
@@ -21,7 +22,7 @@ function(check files bad allowed why)
   set(problems "${problems}" PARENT_SCOPE)
 endfunction()
 
-foreach(dir core topology cuda mpi)
+foreach(dir core topology cuda mpi launch)
   file(GLOB_RECURSE files ${SOURCE_DIR}/src/${dir}/*.h ${SOURCE_DIR}/src/${dir}/*.cpp)
   check("${files}" "\"backends/" "^$" "src/${dir} includes no backend")
 endforeach()

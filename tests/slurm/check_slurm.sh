@@ -73,6 +73,17 @@ verdict() {  # verdict EXPECTATION...: each "out PATTERN", "err PATTERN", "!err 
   fi
 }
 
+# verdict_fails EXPECTATION...: as verdict, for a command that must fail.
+verdict_fails() {
+  if [ "$status" -eq 0 ]; then
+    status=1
+    echo "$name: succeeded, but should have failed"
+  else
+    status=0
+  fi
+  verdict "$@"
+}
+
 # A step of 2 tasks: one MPI job of 2 ranks, no warning.
 check srun_demo srun -n 2 --mpi="$plugin" "$demo"
 verdict out "over 2 ranks" out "^OK" !err "warn"
@@ -86,17 +97,16 @@ verdict out "pg-topo: 2 ranks" \
   !out "launcher warning"
 
 # Without the plugin MPICH starts every task as a 1-process job (Open MPI
-# stops in MPI_Init with its own explanation instead). Each singleton is
-# warned, the advice names what srun was given, and each log line names
-# Slurm's rank beside MPI's 0.
+# stops in MPI_Init with its own explanation instead). A world of 1 while
+# Slurm says 2 is an error for every task (docs/launch.md), and the advice
+# names what srun was given.
 if [ "$plugin" = pmi2 ]; then
   check srun_no_plugin srun -n 2 --mpi=none "$demo"
-  verdict out "over 1 ranks" err "(slurm) started 2 processes" \
-    err "srun ran without an MPI plugin" err "run 'srun --mpi=pmi2" \
-    err "\[pgstrategy 0, slurm rank 1\] warn"
+  verdict_fails err "PG_ERR_STATE: MPI sees a world of 1 process, but the launcher (slurm) started 2 processes" \
+    err "srun ran without an MPI plugin" err "run 'srun --mpi=pmi2" !out "over 1 ranks"
   if srun --mpi=list 2>&1 | grep -qw pmix; then
     check srun_pmix srun -n 2 --mpi=pmix "$demo"
-    verdict err "srun ran with --mpi=pmix (SLURM_MPI_TYPE)" err "run 'srun --mpi=pmi2"
+    verdict_fails err "srun ran with --mpi=pmix (SLURM_MPI_TYPE)" err "run 'srun --mpi=pmi2"
   fi
 fi
 

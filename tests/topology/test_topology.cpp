@@ -621,7 +621,18 @@ TEST(Launcher, SingletonWarning) {
   EXPECT_NE(h.find("--mpi=pmi2"), std::string::npos) << h;
 
   std::string t = topo::launcher_warning(detect(kTorchrun), 0, 1, kMpich);
-  EXPECT_NE(t.find("torchrun does not start MPI jobs"), std::string::npos) << t;
+  EXPECT_NE(t.find("MPI was initialized before pgstrategy could bring these processes into one MPI job"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("import pgstrategy_torch"), std::string::npos) << t;
+}
+
+// A torchrun worker started inside an srun step (srun torchrun ...) belongs to
+// torchrun's job: the step's variables describe the agents.
+TEST(Launcher, TorchrunWorkerInsideASlurmStep) {
+  topo::Launcher l = detect(merge({kSlurm, kTorchrun, {{"TORCHELASTIC_RUN_ID", "job7"}}}));
+  EXPECT_EQ(l.name, "torchrun");
+  EXPECT_EQ(l.size, std::stoi(kTorchrun.at("WORLD_SIZE")));
+  EXPECT_EQ(detect(merge({kSlurm, kTorchrun})).name, "slurm");
 }
 
 TEST(Launcher, OtherDisagreementNamesOnlyTheLauncher) {

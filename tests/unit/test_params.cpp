@@ -13,6 +13,7 @@
 #include "core/registry.h"
 #include "core/params.h"
 #include "core/status.h"
+#include "launch/settings.h"
 
 using namespace pg::params;
 
@@ -131,8 +132,8 @@ TEST(Params, FairringDefaultsByDevice) {
   unsetenv("PGS_FAIRRING_MIN_BYTES");
 }
 
-// docs/env.md lists exactly the variables the tables declare (the library's
-// and every built-in backend's), each with the table's default.
+// docs/env.md lists exactly the variables the tables declare (the library's,
+// the bootstrap's and every built-in backend's), each with the table's default.
 TEST(Params, DocsListEveryVariableWithItsDefault) {
   std::map<std::string, std::string> declared;  // name -> default
   Settings core;
@@ -144,6 +145,10 @@ TEST(Params, DocsListEveryVariableWithItsDefault) {
     const Listings own = kv.second->list();
     all.insert(all.end(), own.begin(), own.end());
   }
+  pg::launch::Settings bootstrap;
+  ASSERT_EQ(pg::launch::read_settings(&bootstrap), PG_OK);
+  const Listings own = bootstrap.list();
+  all.insert(all.end(), own.begin(), own.end());
   for (const Listing &l : all) declared[l.name] = l.fallback;
 
   std::map<std::string, std::string> documented;

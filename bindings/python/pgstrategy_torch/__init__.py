@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 from . import _C
+from . import _launch
 
 __all__ = ["Options", "register", "mpi_env", "describe", "backends", "version", "dump_trace"]
 
@@ -49,6 +50,8 @@ def _create(opts, options):
         raise TypeError(
             f"pg_options for the {NAME!r} backend must be pgstrategy_torch.Options; got {type(options).__name__}"
         )
+    # Without an MPI launcher, the first group brings MPI up, meeting at torch's Store.
+    _launch.bring_up(opts.store, opts.group_rank, opts.group_size)
     return _C.ProcessGroup(
         opts.group_rank, opts.group_size, list(opts.global_ranks_in_group), options.backend, opts.timeout
     )
@@ -123,6 +126,9 @@ def version():
 
 
 register()
+# Without an MPI launcher, Lightning's MPI detection must not make this
+# process a 1-process MPI job before the backend brings the job up.
+_launch.quiet_lightning_mpi_detection()
 # Before Python tears down: no thread may release tensors after that, and the
 # strategies go in the order they were made, on every rank alike.
 atexit.register(_C.shutdown)

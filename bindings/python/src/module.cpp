@@ -40,6 +40,49 @@ py::tuple mpi_job(const std::string &text) {
   return py::make_tuple(rank, size, local_rank, local_size, std::string(shared.data()));
 }
 
+// The library's bootstrap (include/pg_strategy.h, "Starting without an MPI
+// launcher"), for _create: a status other than PG_OK raises its message.
+void check_launch(pg_status st, const char *what) {
+  if (st != PG_OK) throw std::runtime_error(std::string("pgstrategy ") + what + ": " + pg_status_name(st) + ": " +
+                                            pg_last_error());
+}
+
+std::string mpi_launcher() {
+  char name[64] = "";
+  check_launch(pg_mpi_launcher(name, sizeof name), "launcher");
+  return name;
+}
+
+// (initialized, size of MPI_COMM_WORLD or 0, finalized)
+py::tuple mpi_world() {
+  int initialized = 0, finalized = 0, size = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return py::make_tuple(bool(initialized), size, bool(finalized));
+}
+
+std::string bootstrap_listen(int size, const std::string &secret) {
+  char address[512] = "";
+  pg_status st;
+  {
+    py::gil_scoped_release nogil;
+    st = pg_bootstrap_listen(size, nullptr, secret.c_str(), address, sizeof address);
+  }
+  check_launch(st, "bootstrap");
+  return address;
+}
+
+void bootstrap_join(int rank, int size, const std::string &address, const std::string &secret) {
+  pg_status st;
+  {
+    // Collective: the other ranks arrive while this one waits.
+    py::gil_scoped_release nogil;
+    st = pg_bootstrap_join(rank, size, address.c_str(), secret.c_str());
+  }
+  check_launch(st, "bootstrap");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -59,6 +102,12 @@ PYBIND11_MODULE(_C, m) {
         py::call_guard<py::gil_scoped_release>());
   m.def("mpi_job", &mpi_job, py::arg("text"),
         "(rank, size, local_rank, local_size, rank 0's text) of the MPI job (collective)");
+  m.def("mpi_launcher", &mpi_launcher, "pg_mpi_launcher: the MPI launcher of this process, or ''");
+  m.def("mpi_world", &mpi_world, "(initialized, MPI_COMM_WORLD's size, finalized)");
+  m.def("bootstrap_listen", &bootstrap_listen, py::arg("size"), py::arg("secret"),
+        "pg_bootstrap_listen (rank 0): opens the job's rendezvous; returns host:port");
+  m.def("bootstrap_join", &bootstrap_join, py::arg("rank"), py::arg("size"), py::arg("address"),
+        py::arg("secret"), "pg_bootstrap_join: joins the job and brings MPI up (collective)");
   m.def("backends", [] {
     char names[4096] = "";
     pg_backends_list(names, sizeof names);

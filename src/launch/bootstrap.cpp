@@ -1,0 +1,413 @@
+#include "launch/bootstrap.h"
+
+#include <mpi.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "core/log.h"
+#include "core/status.h"
+#include "core/text.h"
+#include "launch/auth.h"
+#include "launch/pmi.h"
+#include "launch/rendezvous.h"
+#include "launch/wire.h"
+#include "topology/machine.h"
+
+namespace pg::launch {
+namespace {
+
+// This process's membership in a bootstrapped job: its connection to the
+// rendezvous and the PMI server its MPI talks to. Never freed: its thread
+// runs until the process exits.
+struct Member {
+  int rank = 0, size = 1;
+  int tcp = -1;         // to the rendezvous
+  int pmi = -1;         // the server's end of the PMI socketpair
+  int pmi_client = -1;  // MPI's end (PMI_FD)
+  Address at;
+  std::string what, origin, kvsname;
+  std::vector<std::string> hosts;
+  FrameReader reader{kMaxFrame};
+  PmiSession *session = nullptr;
+  long epoch = 0;
+  bool env_set = false;
+  std::mutex send_mutex;
+  std::atomic<bool> exiting{false}, finalized{false}, aborting{false};
+
+  bool send(const Fields &f) {
+    std::lock_guard<std::mutex> lock(send_mutex);
+    return send_all(tcp, frame(f));
+  }
+};
+
+std::mutex g_mutex;
+Member *g_member = nullptr;
+Server *g_server = nullptr;
+std::atomic<bool> g_ending{false};
+std::atomic<int> g_rank{-1};
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+// The next frame from `fd` before `deadline`: 1 got one, 0 timed out, -1
+// the connection closed or broke (*error says).
+int read_frame(int fd, FrameReader &reader, Clock::time_point deadline, Fields *f, std::string *error) {
+  char buf[65536];
+  while (true) {
+    const int got = reader.next(f, error);
+    if (got != 0) return got;
+    const int ready = wait_readable(fd, deadline);
+    if (ready == 0) return 0;
+    const ssize_t n = ready < 0 ? -1 : recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      *error = n == 0 ? "the connection was closed" : std::string("the connection failed: ") + std::strerror(errno);
+      return -1;
+    }
+    reader.feed(buf, static_cast<std::size_t>(n));
+  }
+}
+
+void on_pmi_line(Member &m, std::string_view line) {
+  const PmiSession::Step s = m.session->on_line(line);
+  if (!s.reply.empty()) send_all(m.pmi, s.reply);
+  switch (s.then) {
+    case PmiSession::Step::Then::barrier: {
+      Fields f = {"BARRIER", std::to_string(m.epoch++)};
+      for (auto &kv : m.session->take_puts()) {
+        f.push_back(kv.first);
+        f.push_back(kv.second);
+      }
+      m.send(f);
+      break;
+    }
+    case PmiSession::Step::Then::finalize:
+      m.finalized = true;
+      m.send({"FINALIZE"});
+      break;
+    case PmiSession::Step::Then::abort:
+      m.aborting = true;
+      m.send({"ABORT", std::to_string(s.exit_code), s.message.empty() ? "(no message)" : s.message});
+      break;
+    case PmiSession::Step::Then::nothing:
+      break;
+  }
+}
+
+void on_rendezvous_frame(Member &m, const Fields &f) {
+  if (f[0] == "BARRIER-OUT" && f.size() % 2 == 0) {
+    KeyValues kvs;
+    for (std::size_t i = 2; i + 1 < f.size(); i += 2) kvs.emplace_back(f[i], f[i + 1]);
+    if (m.pmi >= 0) send_all(m.pmi, m.session->barrier_done(kvs));
+  } else if (f[0] == "END" && f.size() >= 3) {
+    int code = 1;
+    if (!text::parse_number(f[1], &code) || code == 0) code = 1;
+    end_job(code, f[2]);
+  } else {
+    PG_LOG(debug, "bootstrap: ignored a '%s' message from the rendezvous", text::printable(f[0]).c_str());
+  }
+}
+
+// The PMI server of this process, and the watch on the rendezvous.
+void serve(Member *m) {
+  std::string pending;    // bytes from MPI not yet a whole line
+  bool discarding = false;  // inside an overlong line
+  std::vector<char> buf(1 << 16);
+  while (true) {
+    pollfd fds[2] = {{m->tcp, POLLIN, 0}, {m->pmi, POLLIN, 0}};
+    const int rc = poll(fds, m->pmi >= 0 ? 2 : 1, 1000);
+    if (rc < 0 && errno != EINTR) return;
+    if (rc <= 0) continue;
+    if (m->pmi >= 0 && fds[1].revents) {
+      const ssize_t n = read(m->pmi, buf.data(), buf.size());
+      if (n <= 0) {
+        // MPI closed its end (after PMI finalize, or at exit).
+        ::close(m->pmi);
+        m->pmi = -1;
+      } else {
+        pending.append(buf.data(), static_cast<std::size_t>(n));
+        std::size_t start = 0, end;
+        while ((end = pending.find('\n', start)) != std::string::npos) {
+          if (!discarding) on_pmi_line(*m, std::string_view(pending).substr(start, end - start));
+          discarding = false;
+          start = end + 1;
+        }
+        pending.erase(0, start);
+        if (pending.size() > kPmiMaxLine && !discarding) {
+          send_all(m->pmi, m->session->on_overlong_line().reply);
+          discarding = true;
+        }
+        if (discarding) pending.clear();
+      }
+    }
+    if (fds[0].revents) {
+      const ssize_t n = recv(m->tcp, buf.data(), buf.size(), 0);
+      if (n > 0) {
+        m->reader.feed(buf.data(), static_cast<std::size_t>(n));
+        Fields f;
+        std::string error;
+        int got;
+        while ((got = m->reader.next(&f, &error)) == 1) on_rendezvous_frame(*m, f);
+        if (got == 0) continue;
+        // A rendezvous that breaks the framing is as good as gone.
+      }
+      if (m->exiting || m->finalized || m->aborting) return;
+      end_job(1, "rank 0 (host " + (m->hosts.empty() ? std::string("?") : m->hosts[0]) +
+                     "), which serves the job's rendezvous at " + m->at.text() +
+                     ", died: this process lost its connection to it before finalizing MPI");
+    }
+  }
+}
+
+void at_exit() {
+  Member *m = g_member;
+  if (!m) return;
+  m->exiting = true;
+  m->send({"BYE"});
+  if (g_server) g_server->wait_for_members();
+}
+
+pg_status join_at(int rank, int size, const Address &at, const std::string &what, const std::string &secret,
+                  double timeout_s, const std::string &origin, const std::string &hint) {
+  const std::string shown = what + "=" + at.text();
+  const auto deadline = after(timeout_s);
+  int fd = -1;
+  if (connect_to(at, what, deadline, &fd) != PG_OK)
+    return fail(PG_ERR_TIMEOUT,
+                "rank %d of %d: %s; nothing accepted a connection there within PGS_BOOTSTRAP_TIMEOUT=%s s: rank 0 "
+                "serves the job's rendezvous there (is it running, with the same %s?)",
+                rank, size, last_error().c_str(), seconds_text(timeout_s).c_str(), what.c_str());
+  auto m = std::make_unique<Member>();
+  m->tcp = fd;
+  auto give_up = [&](pg_status st, const std::string &message) {
+    ::close(fd);
+    // Rank 0's process serves the others: it stays until they heard why.
+    if (g_server) g_server->wait_failure_heard(std::chrono::duration<double>(deadline - Clock::now()).count());
+    return fail_message(st, "rank " + std::to_string(rank) + " of " + std::to_string(size) + ": " + message);
+  };
+  FrameReader hello(kMaxHelloFrame);
+  Fields f;
+  std::string error;
+  int got = read_frame(fd, hello, std::min(deadline, after(kHelloSeconds)), &f, &error);
+  if (got <= 0 || f.size() != 3 || f[0] != "HELLO")
+    return give_up(PG_ERR_INVALID_ARGUMENT, "what answered at " + shown +
+                                                " is not pgstrategy's rendezvous (" +
+                                                (got == 0 ? "it said nothing" : got < 0 ? error : "it greeted oddly") +
+                                                ")" + hint);
+  if (f[1] != kProtocol)
+    return give_up(PG_ERR_INVALID_ARGUMENT, "the rendezvous at " + shown + " speaks " + text::printable(f[1]) +
+                                                ", this process " + kProtocol +
+                                                ": every process of a job must run the same pgstrategy");
+  const std::string server_nonce = f[2].substr(0, 128);
+  const std::string nonce = random_hex(16);
+  if (nonce.empty()) return give_up(PG_ERR_INTERNAL, "the kernel gave no random bytes (getrandom)");
+  const std::string vouched = std::to_string(rank) + "\n" + std::to_string(size);
+  m->send({"JOIN", kProtocol, nonce, proof(secret, "join", server_nonce, nonce, vouched), std::to_string(rank),
+           std::to_string(size), host_name(), std::to_string(getpid())});
+  got = read_frame(fd, hello, std::min(deadline, after(kHelloSeconds)), &f, &error);
+  if (got == 1 && (f[0] == "REFUSED" || f[0] == "FAIL") && f.size() >= 3) {
+    int st = PG_ERR_STATE;
+    text::parse_number(f[1], &st);
+    return give_up(static_cast<pg_status>(st), f[2]);
+  }
+  if (got <= 0 || f.size() != 2 || f[0] != "WELCOME")
+    return give_up(PG_ERR_STATE, "the rendezvous at " + shown + " did not admit this process (" +
+                                     (got == 0 ? "no answer" : got < 0 ? error : "an odd answer") + ")");
+  if (!same_secret(f[1], proof(secret, "welcome", nonce, server_nonce, std::to_string(rank))))
+    return give_up(PG_ERR_INVALID_ARGUMENT, "the rendezvous at " + shown +
+                                                " did not prove the job's secret: it is not this job's");
+  hello.set_limit(kMaxFrame);
+  // Wait for every process: the rendezvous says READY, or why the job cannot form.
+  got = read_frame(fd, hello, after(timeout_s + kHelloSeconds), &f, &error);
+  if (got == 1 && f[0] == "FAIL" && f.size() >= 3) {
+    int st = PG_ERR_STATE;
+    text::parse_number(f[1], &st);
+    return give_up(static_cast<pg_status>(st), f[2]);
+  }
+  if (got <= 0 || f[0] != "READY" || f.size() != static_cast<std::size_t>(size) + 3)
+    return give_up(PG_ERR_STATE, "the rendezvous at " + shown + " did not report the job complete (" +
+                                     (got == 0 ? "no word within PGS_BOOTSTRAP_TIMEOUT" : got < 0 ? error
+                                                                                           : "an odd answer") +
+                                     ")");
+  m->reader = std::move(hello);  // what came after READY (the news of a death) is the thread's
+  m->kvsname = f[2].substr(0, kPmiKvsnameMax);
+  m->hosts.assign(f.begin() + 3, f.end());
+  m->rank = rank;
+  m->size = size;
+  m->at = at;
+  m->what = what;
+  m->origin = origin;
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+    return give_up(PG_ERR_INTERNAL, std::string("socketpair failed: ") + std::strerror(errno));
+  m->pmi = pair[0];
+  m->pmi_client = pair[1];
+  m->session = new PmiSession(rank, size, m->kvsname);
+  // MPI_Init reads these (MPICH's simple PMI, Intel MPI): nothing an outer
+  // launcher left may mislead it.
+  for (const char *const *v = kLauncherVariables; *v; ++v) unsetenv(*v);
+  setenv("PMI_FD", std::to_string(m->pmi_client).c_str(), 1);
+  setenv("PMI_RANK", std::to_string(rank).c_str(), 1);
+  setenv("PMI_SIZE", std::to_string(size).c_str(), 1);
+  m->env_set = true;
+  g_rank = rank;
+  g_member = m.release();
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(at_exit); });
+  std::thread(serve, g_member).detach();
+  PG_LOG(debug, "bootstrap: rank %d of %d joined the job at %s (%s)", rank, size, shown.c_str(), origin.c_str());
+  return PG_OK;
+}
+
+pg_status refuse_open_mpi(int size) {
+#if defined(OMPI_MAJOR_VERSION)
+  return fail(PG_ERR_UNSUPPORTED,
+              "this job of %d processes was started without an MPI launcher, and pgstrategy is built against "
+              "Open MPI, which it cannot bring up itself (Open MPI needs PMIx, which only its launchers serve): "
+              "start the job with 'mpirun -n %d ...' or 'srun --mpi=pmix ...', or build pgstrategy against an "
+              "MPICH-family MPI",
+              size, size);
+#else
+  (void)size;
+  return PG_OK;
+#endif
+}
+
+}  // namespace
+
+void end_job(int code, const std::string &message) {
+  if (g_ending.exchange(true)) {
+    // Another thread is ending the process.
+    while (true) pause();
+  }
+  std::fprintf(stderr, "[pgstrategy %d] error: %s; the job ends (this process exits with %d)\n", g_rank.load(),
+               message.c_str(), code);
+  std::fflush(stderr);
+  if (g_server) g_server->wait_drained(kEndDrainSeconds + 1);
+  _exit(code);
+}
+
+pg_status before_mpi_init() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_member) return PG_OK;
+  Job job;
+  PG_CHECK(read_job(nullptr, &job));
+  if (!job.inherited.empty()) PG_LOG(debug, "bootstrap: %s", job.inherited.c_str());
+  if (job.mode != Job::Mode::bootstrap) return PG_OK;
+  PG_CHECK(refuse_open_mpi(job.size));
+  Settings settings;
+  PG_CHECK(read_settings(&settings));
+  if (job.agent_store && !settings.has_addr)
+    return fail(PG_ERR_INVALID_ARGUMENT,
+                "this torchrun worker (rank %d of %d) must bring MPI up, but MASTER_ADDR:MASTER_PORT is "
+                "torchrun's own store (TORCHELASTIC_USE_AGENT_STORE), which the library cannot serve its "
+                "rendezvous on: set PGS_BOOTSTRAP_ADDR=<rank 0's host>:<a free port> for every worker, or use "
+                "the torch backend (init_process_group(\"pgstrategy\"), which meets through torch's Store)",
+                job.rank, job.size);
+  Address at;
+  std::string what;
+  PG_CHECK(rendezvous_address(nullptr, settings, &at, &what));
+  bool derived = false;
+  const std::string secret = job_secret(settings, at, &derived);
+  if (job.rank == 0) {
+    int fd = -1, port = 0;
+    std::string note;
+    PG_CHECK(listen_on(at, what, &fd, &port, &note));
+    if (!note.empty()) PG_LOG(info, "bootstrap: %s", note.c_str());
+    if (derived)
+      PG_LOG(info, "bootstrap: no PGS_BOOTSTRAP_SECRET: the rendezvous at %s admits any process that knows its "
+                   "address and the job's size",
+             at.text().c_str());
+    g_server = new Server(fd, job.size, secret, settings.timeout_s, what + "=" + at.text());
+    g_server->start();
+  }
+  const std::string origin = job.torchrun ? "torchrun" : "RANK/WORLD_SIZE";
+  const std::string hint = job.torchrun ? " (under torchrun, MASTER_PORT is the agent's store: set "
+                                          "PGS_BOOTSTRAP_ADDR=<rank 0's host>:<a free port> for every worker)"
+                                        : "";
+  return join_at(job.rank, job.size, at, what, secret, settings.timeout_s, origin, hint);
+}
+
+void after_mpi_init() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_member || !g_member->env_set) return;
+  for (const char *v : {"PMI_FD", "PMI_RANK", "PMI_SIZE"}) unsetenv(v);
+  g_member->env_set = false;
+}
+
+pg_status listen(int size, const std::string &host, const std::string &secret, std::string *address) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_server) return fail(PG_ERR_STATE, "pg_bootstrap_listen: this process already serves a rendezvous");
+  PG_CHECK(refuse_open_mpi(size));
+  Settings settings;
+  PG_CHECK(read_settings(&settings));
+  Address at;
+  at.port = settings.has_addr ? settings.addr.port : 0;
+  if (!host.empty())
+    at.host = host;
+  else if (settings.has_addr)
+    at.host = settings.addr.host;
+  else
+    at.host = address_toward(params::env("MASTER_ADDR") ? params::env("MASTER_ADDR") : "");
+  int fd = -1, port = 0;
+  std::string note;
+  PG_CHECK(listen_on(at, settings.has_addr ? "PGS_BOOTSTRAP_ADDR" : "the bootstrap's address", &fd, &port, &note));
+  if (!note.empty()) PG_LOG(info, "bootstrap: %s", note.c_str());
+  const Address shown{at.host, port};
+  g_server = new Server(fd, size, secret, settings.timeout_s, shown.text());
+  g_server->start();
+  *address = shown.text();
+  return PG_OK;
+}
+
+pg_status join(int rank, int size, const std::string &address, const std::string &secret) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_member) {
+    if (g_member->rank == rank && g_member->size == size) return PG_OK;
+    return fail(PG_ERR_STATE, "pg_bootstrap_join: this process already joined a job as rank %d of %d",
+                g_member->rank, g_member->size);
+  }
+  PG_CHECK(refuse_open_mpi(size));
+  Settings settings;
+  PG_CHECK(read_settings(&settings));
+  Address at;
+  std::string why;
+  if (!parse_address(address, &at, &why) || at.port == 0)
+    return fail(PG_ERR_INVALID_ARGUMENT, "pg_bootstrap_join: address '%s' is not valid: %s",
+                text::printable(address).c_str(), at.port == 0 && why.empty() ? "the port is 0" : why.c_str());
+  return join_at(rank, size, at, "the rendezvous address", secret, settings.timeout_s, "torch's Store", "");
+}
+
+pg_status check_world() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) return PG_OK;
+  const topology::Launcher l = topology::detect_launcher();
+  if (l.size <= 1) return PG_OK;
+  return fail_message(PG_ERR_STATE, topology::launcher_warning(l, 0, 1, topology::running_mpi_library()));
+}
+
+std::string describe() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const Member *m = g_member;
+  if (!m) return "";
+  return "MPI brought up by pgstrategy's bootstrap (rank " + std::to_string(m->rank) + " of " +
+         std::to_string(m->size) + ", rendezvous at " + m->at.text() + ", from " + m->origin + ")";
+}
+
+}  // namespace pg::launch

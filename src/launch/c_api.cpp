@@ -1,0 +1,109 @@
+// The extern "C" entries of pg_strategy.h's "launch" group. Each one checks
+// its arguments and catches every exception: nothing crosses the C ABI.
+#include <mpi.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "core/runtime.h"
+#include "core/status.h"
+#include "core/text.h"
+#include "launch/bootstrap.h"
+#include "launch/settings.h"
+
+namespace {
+
+template <typename F>
+pg_status guarded(const char *fn, F &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return pg::fail(PG_ERR_NO_MEMORY, "%s: out of memory", fn);
+  } catch (const std::exception &e) {
+    return pg::fail(PG_ERR_INTERNAL, "%s: internal error: %s", fn, e.what());
+  } catch (...) {
+    return pg::fail(PG_ERR_INTERNAL, "%s: internal error", fn);
+  }
+}
+
+pg_status write_string(const char *fn, const std::string &text, char *buf, size_t len) {
+  if (!buf || len == 0) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: buf is NULL or len is 0", fn);
+  const size_t n = text.size() < len - 1 ? text.size() : len - 1;
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+  return PG_OK;
+}
+
+pg_status check_secret(const char *fn, const char *secret) {
+  std::string ignored;
+  if (!secret) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: secret is NULL", fn);
+  if (pg::launch::parse_secret("the secret", secret, &ignored) != PG_OK)
+    return pg::fail_message(PG_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + pg::last_error());
+  return PG_OK;
+}
+
+bool mpi_started() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized || finalized;
+}
+
+}  // namespace
+
+extern "C" {
+
+PG_API pg_status pg_mpi_launcher(char *buf, size_t len) {
+  return guarded("pg_mpi_launcher", [&] {
+    return write_string("pg_mpi_launcher", pg::launch::mpi_launcher(), buf, len);
+  });
+}
+
+PG_API pg_status pg_bootstrap_listen(int size, const char *host, const char *secret, char *address, size_t len) {
+  const char *fn = "pg_bootstrap_listen";
+  return guarded(fn, [&] {
+    if (!address || len == 0) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: address is NULL or len is 0", fn);
+    if (size < 1) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: size %d is not positive", fn, size);
+    PG_CHECK(check_secret(fn, secret));
+    if (mpi_started())
+      return pg::fail(PG_ERR_STATE, "%s: MPI is initialized already: the rendezvous must come before MPI_Init",
+                      fn);
+    std::string where;
+    PG_CHECK(pg::launch::listen(size, host ? host : "", secret, &where));
+    if (where.size() >= len)
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: the address '%s' needs %zu bytes; len is %zu", fn,
+                      where.c_str(), where.size() + 1, len);
+    return write_string(fn, where, address, len);
+  });
+}
+
+PG_API pg_status pg_bootstrap_join(int rank, int size, const char *address, const char *secret) {
+  const char *fn = "pg_bootstrap_join";
+  return guarded(fn, [&] {
+    if (size < 1 || rank < 0 || rank >= size)
+      return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: rank %d of size %d: expected 0 <= rank < size, size >= 1", fn,
+                      rank, size);
+    if (mpi_started()) {
+      int world = 0, initialized = 0;
+      MPI_Initialized(&initialized);
+      if (!initialized || !pg::runtime::mpi_alive())
+        return pg::fail(PG_ERR_STATE, "%s: MPI has been finalized", fn);
+      MPI_Comm_size(MPI_COMM_WORLD, &world);
+      if (world == size) return PG_OK;
+      return pg::fail(PG_ERR_STATE,
+                      "%s: MPI was initialized as a job of %d process%s before the library could bring up this "
+                      "job of %d (MPI_Init was called first, by the application or by mpi4py): leave MPI_Init to "
+                      "the library, or start the job with mpiexec",
+                      fn, world, world == 1 ? "" : "es", size);
+    }
+    if (size > 1) {
+      if (!address) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: address is NULL", fn);
+      PG_CHECK(check_secret(fn, secret));
+      PG_CHECK(pg::launch::join(rank, size, address, secret));
+    }
+    return pg::runtime::ensure_mpi();
+  });
+}
+
+}  // extern "C"
