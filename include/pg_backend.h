@@ -115,6 +115,24 @@ typedef struct pg_backend_ops {
                           pg_dtype dtype, pg_op op, void **request);
   pg_status (*test)(void *state, void *request, int *done);
   void (*request_free)(void *state, void *request);
+
+  /* The uneven collectives (entries added after request_free: a table built
+   * against an older header, with a smaller struct_size, has none of them).
+   * Same meaning and in-place rules as in pg_strategy.h; the count and
+   * displacement arrays are the library's, valid during the call. The root's
+   * arrays are NULL on the other ranks of gatherv and scatterv. On CPU the
+   * library stages an in-place alltoallv, so send != recv here. A NULL entry
+   * runs on the device default, as for the other operations. */
+  pg_status (*allgatherv)(void *state, const void *send, size_t sendcount, void *recv,
+                          const size_t *recvcounts, const size_t *displs, pg_dtype dtype);
+  pg_status (*reduce_scatterv)(void *state, const void *send, void *recv, const size_t *recvcounts,
+                               pg_dtype dtype, pg_op op);
+  pg_status (*alltoallv)(void *state, const void *send, const size_t *sendcounts, const size_t *sdispls,
+                         void *recv, const size_t *recvcounts, const size_t *rdispls, pg_dtype dtype);
+  pg_status (*gatherv)(void *state, const void *send, size_t sendcount, void *recv,
+                       const size_t *recvcounts, const size_t *displs, pg_dtype dtype, int root);
+  pg_status (*scatterv)(void *state, const void *send, const size_t *sendcounts, const size_t *displs,
+                        void *recv, size_t recvcount, pg_dtype dtype, int root);
 } pg_backend_ops;
 
 /** Register a backend. The table and its name are copied. Thread-safe, local.

@@ -376,6 +376,57 @@ PG_API pg_status pg_scatter(pg_strategy *s, const void *sendbuf, void *recvbuf, 
 
 PG_API pg_status pg_barrier(pg_strategy *s);
 
+/** @name Uneven (v) collectives
+ * The counts and displacements are in elements (size_t), one per rank: arrays
+ * of pg_strategy_size(s) entries. The library copies them when the call is
+ * made, so only the data buffers must stay valid until a nonblocking work
+ * completes. Receive blocks must not overlap; send blocks may. Argument errors
+ * (PG_ERR_INVALID_ARGUMENT) name the argument and the index: a NULL array
+ * where it is read, a block whose displacement + count overflows or runs past
+ * the end of memory, overlapping receive blocks, sendcount != recvcounts[rank],
+ * send and receive buffers that overlap outside the in-place layout. With
+ * PGS_DEBUG=detail the counts each rank expects from each peer are checked
+ * against what that peer sends before anything runs; a mismatch fails every
+ * rank with PG_ERR_MISMATCH naming the pair, and the strategy stays usable.
+ * @{ */
+
+/** recvbuf + displs[r] (elements) receives recvcounts[r] elements from rank r;
+ * sendcount == recvcounts[rank]. In place: sendbuf == recvbuf + displs[rank]*size. */
+PG_API pg_status pg_allgatherv(pg_strategy *s, const void *sendbuf, size_t sendcount, void *recvbuf,
+                               const size_t *recvcounts, const size_t *displs, pg_dtype dtype);
+
+/** sendbuf holds sum(recvcounts) elements; block r (starting at the sum of
+ * recvcounts[0..r-1]) reduced over ranks lands in recvbuf (recvcounts[rank]
+ * elements) on rank r. recvcounts must be the same on every rank. In place:
+ * recvbuf == sendbuf + (recvcounts[0] + ... + recvcounts[rank-1])*size; the other
+ * blocks of sendbuf are undefined afterwards. */
+PG_API pg_status pg_reduce_scatterv(pg_strategy *s, const void *sendbuf, void *recvbuf,
+                                    const size_t *recvcounts, pg_dtype dtype, pg_op op);
+
+/** sendcounts[p] elements at sendbuf + sdispls[p] go to rank p, landing at
+ * recvbuf + rdispls[rank] there; recvcounts[q] elements arrive from rank q at
+ * recvbuf + rdispls[q]. In place: sendbuf == recvbuf (the library stages the
+ * blocks sendcounts and sdispls describe on CPU; CUDA backends get the call
+ * as it is). */
+PG_API pg_status pg_alltoallv(pg_strategy *s, const void *sendbuf, const size_t *sendcounts,
+                              const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                              const size_t *rdispls, pg_dtype dtype);
+
+/** The root's recvbuf + displs[r] receives recvcounts[r] elements from rank r
+ * (sendcount there). The count and displacement arrays and recvbuf are read at
+ * the root only (NULL elsewhere). In place at the root:
+ * sendbuf == recvbuf + displs[root]*size. */
+PG_API pg_status pg_gatherv(pg_strategy *s, const void *sendbuf, size_t sendcount, void *recvbuf,
+                            const size_t *recvcounts, const size_t *displs, pg_dtype dtype, int root);
+
+/** recvbuf (recvcount elements) = sendcounts[rank] elements at the root's
+ * sendbuf + displs[rank]. sendbuf and the arrays are read at the root only
+ * (NULL elsewhere). In place at the root: recvbuf == sendbuf + displs[root]*size. */
+PG_API pg_status pg_scatterv(pg_strategy *s, const void *sendbuf, const size_t *sendcounts,
+                             const size_t *displs, void *recvbuf, size_t recvcount, pg_dtype dtype,
+                             int root);
+/** @} */
+
 /** Point-to-point (local to the pair). tag >= 0. */
 PG_API pg_status pg_send(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer,
                          int tag);
@@ -388,7 +439,8 @@ PG_API pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcou
 
 /** @defgroup nonblocking Nonblocking twins
  * Same arguments as the blocking call plus a trailing `pg_work **work`. Buffers
- * must stay valid and untouched until the work completes. Collective works on
+ * must stay valid and untouched until the work completes (the count and
+ * displacement arrays of the v-collectives are copied: they need not). Collective works on
  * one strategy complete in the order they were started (waiting for one first
  * finishes those started before it), and blocking collectives on the strategy
  * (pg_mem_alloc, pg_mem_free and pg_strategy_split included) run after the
@@ -419,6 +471,21 @@ PG_API pg_status pg_igather(pg_strategy *s, const void *sendbuf, void *recvbuf, 
 PG_API pg_status pg_iscatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t recvcount,
                              pg_dtype dtype, int root, pg_work **work);
 PG_API pg_status pg_ibarrier(pg_strategy *s, pg_work **work);
+PG_API pg_status pg_iallgatherv(pg_strategy *s, const void *sendbuf, size_t sendcount, void *recvbuf,
+                                const size_t *recvcounts, const size_t *displs, pg_dtype dtype,
+                                pg_work **work);
+PG_API pg_status pg_ireduce_scatterv(pg_strategy *s, const void *sendbuf, void *recvbuf,
+                                     const size_t *recvcounts, pg_dtype dtype, pg_op op,
+                                     pg_work **work);
+PG_API pg_status pg_ialltoallv(pg_strategy *s, const void *sendbuf, const size_t *sendcounts,
+                               const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                               const size_t *rdispls, pg_dtype dtype, pg_work **work);
+PG_API pg_status pg_igatherv(pg_strategy *s, const void *sendbuf, size_t sendcount, void *recvbuf,
+                             const size_t *recvcounts, const size_t *displs, pg_dtype dtype, int root,
+                             pg_work **work);
+PG_API pg_status pg_iscatterv(pg_strategy *s, const void *sendbuf, const size_t *sendcounts,
+                              const size_t *displs, void *recvbuf, size_t recvcount, pg_dtype dtype,
+                              int root, pg_work **work);
 PG_API pg_status pg_isend(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer,
                           int tag, pg_work **work);
 PG_API pg_status pg_irecv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer,

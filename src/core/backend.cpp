@@ -9,7 +9,8 @@ namespace pg {
 const char *coll_name(Coll coll) {
   static const char *const names[kCollCount] = {
       "allreduce", "broadcast", "reduce",  "allgather", "reduce_scatter", "alltoall",
-      "gather",    "scatter",   "barrier", "send",      "recv",           "sendrecv"};
+      "gather",    "scatter",   "barrier", "send",      "recv",           "sendrecv",
+      "allgatherv", "reduce_scatterv", "alltoallv", "gatherv", "scatterv"};
   return names[static_cast<int>(coll)];
 }
 
@@ -22,6 +23,14 @@ pg_in_place in_place_layout(const CollArgs &a, int rank) {
     case Coll::alltoall: return pg_in_place_alltoall();
     case Coll::gather: return pg_in_place_gather(rank, a.root, a.count);
     case Coll::scatter: return pg_in_place_scatter(rank, a.root, a.count);
+    case Coll::allgatherv: return pg_in_place_allgatherv(rank, a.v && !a.v->recv_displs.empty() ? a.v->recv_displs.data() : nullptr);
+    case Coll::reduce_scatterv:
+      return pg_in_place_reduce_scatterv(rank, a.v && !a.v->recv_counts.empty() ? a.v->recv_counts.data() : nullptr);
+    case Coll::alltoallv: return pg_in_place_alltoallv();
+    case Coll::gatherv:
+      return pg_in_place_gatherv(rank, a.root, a.v && !a.v->recv_displs.empty() ? a.v->recv_displs.data() : nullptr);
+    case Coll::scatterv:
+      return pg_in_place_scatterv(rank, a.root, a.v && !a.v->send_displs.empty() ? a.v->send_displs.data() : nullptr);
     default: return pg_in_place_make(PG_IN_PLACE_NONE, 0, "nothing: it has no in-place form");
   }
 }
@@ -30,6 +39,13 @@ CollArgs CollArgs::placed(int rank) const {
   CollArgs a = *this;
   a.in_place = pg_in_place_holds(in_place_layout(a, rank), a.send, a.recv, dtype_size(a.dtype));
   return a;
+}
+
+std::size_t VCounts::extent(const std::vector<std::size_t> &counts, const std::vector<std::size_t> &displs) {
+  std::size_t end = 0;
+  for (std::size_t r = 0; r < counts.size() && r < displs.size(); ++r)
+    if (counts[r] > 0 && displs[r] + counts[r] > end) end = displs[r] + counts[r];
+  return end;
 }
 
 pg_status Request::wait() {

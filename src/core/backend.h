@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/in_place.h"
 #include "pg_backend.h"
@@ -15,9 +16,35 @@ namespace pg {
 enum class Coll {
   allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall, gather, scatter,
   barrier, send, recv, sendrecv,
+  // The uneven collectives: counts and displacements per rank (CollArgs::v).
+  allgatherv, reduce_scatterv, alltoallv, gatherv, scatterv,
 };
-constexpr int kCollCount = static_cast<int>(Coll::sendrecv) + 1;
+constexpr int kCollCount = static_cast<int>(Coll::scatterv) + 1;
 const char *coll_name(Coll coll);
+
+inline bool is_uneven(Coll c) {
+  return c == Coll::allgatherv || c == Coll::reduce_scatterv || c == Coll::alltoallv || c == Coll::gatherv ||
+         c == Coll::scatterv;
+}
+
+// The counts and displacements of an uneven collective (elements, one entry
+// per rank), copied from the caller's arrays when the call is made: immutable,
+// shared by every copy of the call's arguments (a started work never reads the
+// caller's arrays again). An array the call does not read on this rank (the
+// root's arrays elsewhere) is empty.
+//   allgatherv       recv_counts, recv_displs
+//   reduce_scatterv  recv_counts; send_displs: where block r starts in sendbuf
+//                    (the sums of recv_counts before r)
+//   alltoallv        all four
+//   gatherv          recv_counts, recv_displs (the root)
+//   scatterv         send_counts, send_displs (the root)
+struct VCounts {
+  std::vector<std::size_t> send_counts, send_displs, recv_counts, recv_displs;
+  std::size_t send_total = 0, recv_total = 0;  // sums of the counts present
+  // Elements a buffer must hold for these blocks: the largest displacement +
+  // count over the blocks that are not empty (0 when every block is).
+  static std::size_t extent(const std::vector<std::size_t> &counts, const std::vector<std::size_t> &displs);
+};
 
 // The arguments of one operation, already validated (the meaning of each
 // public argument is in include/pg_strategy.h).
@@ -27,7 +54,9 @@ struct CollArgs {
   void *recv = nullptr;
   // Elements: of the whole buffer (allreduce, reduce, broadcast), of one rank's
   // block (allgather, gather: sent; reduce_scatter, scatter: received;
-  // alltoall: per peer), or sent (send, sendrecv) or received (recv).
+  // alltoall: per peer), or sent (send, sendrecv) or received (recv). The
+  // uneven collectives: this rank's share (allgatherv, gatherv: sent;
+  // reduce_scatterv, scatterv: received; alltoallv: sent to all peers).
   std::size_t count = 0;
   pg_dtype dtype = PG_UINT8;
   pg_op op = PG_SUM;
@@ -40,6 +69,9 @@ struct CollArgs {
   // core/in_place.h). Worked out once, when the call is validated; backends
   // read it and never compare the buffers themselves.
   bool in_place = false;
+  // The uneven collectives' counts and displacements; null for the others
+  // (copying the arguments of those allocates nothing).
+  std::shared_ptr<const VCounts> v;
 
   // This call with `in_place` worked out for rank `rank` of its communicator:
   // validation does it for the user's calls, a backend for the calls it
@@ -68,11 +100,12 @@ struct CollArgs {
 pg_in_place in_place_layout(const CollArgs &a, int rank);
 
 inline bool is_reduction(Coll c) {
-  return c == Coll::allreduce || c == Coll::reduce || c == Coll::reduce_scatter;
+  return c == Coll::allreduce || c == Coll::reduce || c == Coll::reduce_scatter || c == Coll::reduce_scatterv;
 }
 inline bool is_point_to_point(Coll c) { return c == Coll::send || c == Coll::recv || c == Coll::sendrecv; }
 inline bool is_rooted(Coll c) {
-  return c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter;
+  return c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter ||
+         c == Coll::gatherv || c == Coll::scatterv;
 }
 
 // A started nonblocking operation of a backend. It may be destroyed before it

@@ -56,20 +56,22 @@ pg_status write_string(const char *fn, const std::string &text, char *buf, size_
   return PG_OK;
 }
 
-pg_status blocking(const char *fn, pg_strategy *s, CollArgs a) {
+// `arrays`: the count and displacement arrays of an uneven collective.
+pg_status blocking(const char *fn, pg_strategy *s, CollArgs a, const pg::VArrays *arrays = nullptr) {
   return guarded(fn, [&] {
     PG_CHECK(usable(fn, s));
-    const pg_status local = pg::validate(fn, s, &a);
+    const pg_status local = pg::validate(fn, s, &a, arrays);
     return pg::run(s, a, local);
   });
 }
 
-pg_status nonblocking(const char *fn, pg_strategy *s, CollArgs a, pg_work **work) {
+pg_status nonblocking(const char *fn, pg_strategy *s, CollArgs a, pg_work **work,
+                      const pg::VArrays *arrays = nullptr) {
   return guarded(fn, [&] {
     if (work) *work = nullptr;
     PG_CHECK(usable(fn, s));
     // A NULL work is an argument error like the others (collective under PGS_DEBUG=detail).
-    pg_status local = work ? pg::validate(fn, s, &a)
+    pg_status local = work ? pg::validate(fn, s, &a, arrays)
                            : pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: work is NULL", fn);
     pg_work *started = nullptr;
     pg_status st = pg::start(s, a, local, &started);
@@ -361,6 +363,33 @@ pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcount, int
   return blocking("pg_sendrecv", s, a);
 }
 
+pg_status pg_allgatherv(pg_strategy *s, const void *sendbuf, size_t sendcount, void *recvbuf,
+                        const size_t *recvcounts, const size_t *displs, pg_dtype dtype) {
+  const pg::VArrays v{nullptr, nullptr, recvcounts, displs};
+  return blocking("pg_allgatherv", s, CollArgs::movement(Coll::allgatherv, sendbuf, recvbuf, sendcount, dtype), &v);
+}
+pg_status pg_reduce_scatterv(pg_strategy *s, const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                             pg_dtype dtype, pg_op op) {
+  const pg::VArrays v{nullptr, nullptr, recvcounts, nullptr};
+  return blocking("pg_reduce_scatterv", s, CollArgs::reduction(Coll::reduce_scatterv, sendbuf, recvbuf, 0, dtype, op),
+                  &v);
+}
+pg_status pg_alltoallv(pg_strategy *s, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                       void *recvbuf, const size_t *recvcounts, const size_t *rdispls, pg_dtype dtype) {
+  const pg::VArrays v{sendcounts, sdispls, recvcounts, rdispls};
+  return blocking("pg_alltoallv", s, CollArgs::movement(Coll::alltoallv, sendbuf, recvbuf, 0, dtype), &v);
+}
+pg_status pg_gatherv(pg_strategy *s, const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                     const size_t *displs, pg_dtype dtype, int root) {
+  const pg::VArrays v{nullptr, nullptr, recvcounts, displs};
+  return blocking("pg_gatherv", s, CollArgs::movement(Coll::gatherv, sendbuf, recvbuf, sendcount, dtype, root), &v);
+}
+pg_status pg_scatterv(pg_strategy *s, const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                      void *recvbuf, size_t recvcount, pg_dtype dtype, int root) {
+  const pg::VArrays v{sendcounts, displs, nullptr, nullptr};
+  return blocking("pg_scatterv", s, CollArgs::movement(Coll::scatterv, sendbuf, recvbuf, recvcount, dtype, root), &v);
+}
+
 pg_status pg_iallreduce(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t count,
                         pg_dtype dtype, pg_op op, pg_work **work) {
   return nonblocking("pg_iallreduce", s, CollArgs::reduction(Coll::allreduce, sendbuf, recvbuf, count, dtype, op), work);
@@ -396,6 +425,36 @@ pg_status pg_iscatter(pg_strategy *s, const void *sendbuf, void *recvbuf, size_t
 }
 pg_status pg_ibarrier(pg_strategy *s, pg_work **work) {
   return nonblocking("pg_ibarrier", s, CollArgs{}, work);
+}
+pg_status pg_iallgatherv(pg_strategy *s, const void *sendbuf, size_t sendcount, void *recvbuf,
+                         const size_t *recvcounts, const size_t *displs, pg_dtype dtype, pg_work **work) {
+  const pg::VArrays v{nullptr, nullptr, recvcounts, displs};
+  return nonblocking("pg_iallgatherv", s, CollArgs::movement(Coll::allgatherv, sendbuf, recvbuf, sendcount, dtype),
+                     work, &v);
+}
+pg_status pg_ireduce_scatterv(pg_strategy *s, const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                              pg_dtype dtype, pg_op op, pg_work **work) {
+  const pg::VArrays v{nullptr, nullptr, recvcounts, nullptr};
+  return nonblocking("pg_ireduce_scatterv", s,
+                     CollArgs::reduction(Coll::reduce_scatterv, sendbuf, recvbuf, 0, dtype, op), work, &v);
+}
+pg_status pg_ialltoallv(pg_strategy *s, const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                        void *recvbuf, const size_t *recvcounts, const size_t *rdispls, pg_dtype dtype,
+                        pg_work **work) {
+  const pg::VArrays v{sendcounts, sdispls, recvcounts, rdispls};
+  return nonblocking("pg_ialltoallv", s, CollArgs::movement(Coll::alltoallv, sendbuf, recvbuf, 0, dtype), work, &v);
+}
+pg_status pg_igatherv(pg_strategy *s, const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                      const size_t *displs, pg_dtype dtype, int root, pg_work **work) {
+  const pg::VArrays v{nullptr, nullptr, recvcounts, displs};
+  return nonblocking("pg_igatherv", s, CollArgs::movement(Coll::gatherv, sendbuf, recvbuf, sendcount, dtype, root),
+                     work, &v);
+}
+pg_status pg_iscatterv(pg_strategy *s, const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                       void *recvbuf, size_t recvcount, pg_dtype dtype, int root, pg_work **work) {
+  const pg::VArrays v{sendcounts, displs, nullptr, nullptr};
+  return nonblocking("pg_iscatterv", s, CollArgs::movement(Coll::scatterv, sendbuf, recvbuf, recvcount, dtype, root),
+                     work, &v);
 }
 pg_status pg_isend(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer, int tag,
                    pg_work **work) {

@@ -18,9 +18,10 @@ namespace pg {
 namespace {
 
 // Collectives on zero elements have nothing to do (messages of zero elements
-// still have to match, so point-to-point is not trivial).
+// still have to match, so point-to-point is not trivial; nor are the uneven
+// collectives, whose other ranks may move data while this one has none).
 bool trivial(const CollArgs &a) {
-  return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier;
+  return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier && !is_uneven(a.coll);
 }
 
 // A backend failure poisons the strategy; the flight recorder dumps then, while
@@ -39,7 +40,9 @@ pg_status poison_on_failure(pg_strategy *s, pg_status st) {
 std::string fingerprint(const pg_strategy *s, const CollArgs &a, bool nonblocking) {
   std::string text = std::string(nonblocking ? "i" : "") + coll_name(a.coll) + " #" + std::to_string(s->sequence);
   if (a.coll == Coll::barrier) return text;
-  text += " count=" + std::to_string(a.count) + " dtype=" + dtype_name(a.dtype);
+  // The uneven collectives' counts differ by rank: check_counts compares them.
+  if (!is_uneven(a.coll)) text += " count=" + std::to_string(a.count);
+  text += std::string(" dtype=") + dtype_name(a.dtype);
   if (is_reduction(a.coll)) text += std::string(" op=") + op_name(a.op);
   if (is_rooted(a.coll)) text += " root=" + std::to_string(a.root);
   return text;
@@ -114,6 +117,50 @@ pg_status exchange_fingerprints(pg_strategy *s, const std::string &mine, std::ve
   return PG_OK;
 }
 
+// PGS_DEBUG=detail, an uneven collective whose arguments passed on every
+// rank: what each rank sends to each peer against what that peer expects from
+// it, in one alltoall of the counts sent. A pair that disagrees fails every
+// rank (mismatched counts hang MPI and NCCL).
+pg_status check_counts(pg_strategy *s, const CollArgs &a) {
+  const std::size_t p = static_cast<std::size_t>(s->size), me = static_cast<std::size_t>(s->rank);
+  const std::size_t root = static_cast<std::size_t>(a.root);
+  const VCounts &v = *a.v;
+  std::vector<std::uint64_t> sends(p, 0), expects(p, 0), arriving(p, 0);
+  switch (a.coll) {
+    case Coll::allgatherv:
+      std::fill(sends.begin(), sends.end(), a.count);
+      std::copy(v.recv_counts.begin(), v.recv_counts.end(), expects.begin());
+      break;
+    case Coll::reduce_scatterv:
+      std::copy(v.recv_counts.begin(), v.recv_counts.end(), sends.begin());
+      std::fill(expects.begin(), expects.end(), a.count);
+      break;
+    case Coll::alltoallv:
+      std::copy(v.send_counts.begin(), v.send_counts.end(), sends.begin());
+      std::copy(v.recv_counts.begin(), v.recv_counts.end(), expects.begin());
+      break;
+    case Coll::gatherv:
+      sends[root] = a.count;
+      if (me == root) std::copy(v.recv_counts.begin(), v.recv_counts.end(), expects.begin());
+      break;
+    case Coll::scatterv:
+      if (me == root) std::copy(v.send_counts.begin(), v.send_counts.end(), sends.begin());
+      expects[root] = a.count;
+      break;
+    default:
+      return PG_OK;
+  }
+  PG_MPI_CHECK(MPI_Alltoall(sends.data(), 1, MPI_UINT64_T, arriving.data(), 1, MPI_UINT64_T, s->comm));
+  pg_status local = PG_OK;
+  for (std::size_t q = 0; q < p && local == PG_OK; ++q)
+    if (arriving[q] != expects[q])
+      local = fail(PG_ERR_MISMATCH,
+                   "pg_%s: rank %zu expects %llu elements from rank %zu, which sends %llu (PGS_DEBUG=detail)",
+                   coll_name(a.coll), me, static_cast<unsigned long long>(expects[q]), q,
+                   static_cast<unsigned long long>(arriving[q]));
+  return agree(s->comm, local, local == PG_OK ? std::string() : last_error());
+}
+
 // The common entry checks of run and start. With PGS_DEBUG=detail every rank
 // compares what it was asked to run before a collective; a mismatch, or a bad
 // argument on any rank, fails every rank.
@@ -127,7 +174,8 @@ pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local, bool nonbloc
   PG_CHECK(exchange_fingerprints(s, fingerprint(s, a, nonblocking), &fingerprints));
   PG_CHECK(compare_values(fingerprints, "the collective (PGS_DEBUG=detail)"));
   // Every rank has arrived: agreeing on the argument checks cannot hang.
-  return agree(s->comm, local, local_message);
+  PG_CHECK(agree(s->comm, local, local_message));
+  return is_uneven(a.coll) ? check_counts(s, a) : PG_OK;
 }
 
 // The instance an operation goes to: the device default for operations the
@@ -144,10 +192,13 @@ pg_status pick(pg_strategy *s, Coll coll, Instance **out) {
 
 // In-place alltoall on CPU memory is staged into a copy, so CPU backends never
 // see it; CUDA backends get it as it is (the copy would be device memory).
+// The same for alltoallv: the blocks sendcounts and sdispls describe.
 void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
-  if (a->coll != Coll::alltoall || !a->in_place || s->device.cuda) return;
+  if ((a->coll != Coll::alltoall && a->coll != Coll::alltoallv) || !a->in_place || s->device.cuda) return;
   const char *p = static_cast<const char *>(a->send);
-  stage->assign(p, p + a->count * dtype_size(a->dtype) * static_cast<std::size_t>(s->size));
+  const std::size_t elements = a->coll == Coll::alltoall ? a->count * static_cast<std::size_t>(s->size)
+                                                         : VCounts::extent(a->v->send_counts, a->v->send_displs);
+  stage->assign(p, p + elements * dtype_size(a->dtype));
   a->send = stage->data();
   a->in_place = false;
 }

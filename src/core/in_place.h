@@ -67,4 +67,35 @@ static inline pg_in_place pg_in_place_scatter(int rank, int root, size_t recvcou
                           "recvbuf == sendbuf + root*recvcount*size at the root");
 }
 
+/* The uneven (v) collectives. Displacements and counts are in elements; an
+ * array that is not there (NULL: not read on this rank) gives no layout. */
+static inline pg_in_place pg_in_place_allgatherv(int rank, const size_t *displs) {
+  return pg_in_place_make(displs ? PG_IN_PLACE_SEND_IN_RECV : PG_IN_PLACE_NONE, displs ? displs[rank] : 0,
+                          "sendbuf == recvbuf + displs[rank]*size");
+}
+/* Block `rank` of sendbuf starts after the blocks of the ranks before it. */
+static inline pg_in_place pg_in_place_reduce_scatterv(int rank, const size_t *recvcounts) {
+  size_t before = 0;
+  int r;
+  if (!recvcounts) return pg_in_place_make(PG_IN_PLACE_NONE, 0, "recvbuf == sendbuf + (recvcounts[0] + ... + recvcounts[rank-1])*size");
+  for (r = 0; r < rank; ++r) before += recvcounts[r];
+  return pg_in_place_make(PG_IN_PLACE_RECV_IN_SEND, before,
+                          "recvbuf == sendbuf + (recvcounts[0] + ... + recvcounts[rank-1])*size");
+}
+/* The library stages an in-place alltoallv (CPU): sendcounts and sdispls
+ * then describe the blocks sent out of the same buffer. */
+static inline pg_in_place pg_in_place_alltoallv(void) {
+  return pg_in_place_make(PG_IN_PLACE_SEND_IN_RECV, 0, "sendbuf == recvbuf");
+}
+static inline pg_in_place pg_in_place_gatherv(int rank, int root, const size_t *displs) {
+  const int here = rank == root && displs != NULL;
+  return pg_in_place_make(here ? PG_IN_PLACE_SEND_IN_RECV : PG_IN_PLACE_NONE, here ? displs[root] : 0,
+                          "sendbuf == recvbuf + displs[root]*size at the root");
+}
+static inline pg_in_place pg_in_place_scatterv(int rank, int root, const size_t *displs) {
+  const int here = rank == root && displs != NULL;
+  return pg_in_place_make(here ? PG_IN_PLACE_RECV_IN_SEND : PG_IN_PLACE_NONE, here ? displs[root] : 0,
+                          "recvbuf == sendbuf + displs[root]*size at the root");
+}
+
 #endif /* PG_IN_PLACE_H */

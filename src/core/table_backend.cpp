@@ -71,6 +71,11 @@ class TableBackend final : public Backend {
       case Coll::send: return ops_.send;
       case Coll::recv: return ops_.recv;
       case Coll::sendrecv: return false;  // composed by the library from send and recv
+      case Coll::allgatherv: return ops_.allgatherv;
+      case Coll::reduce_scatterv: return ops_.reduce_scatterv;
+      case Coll::alltoallv: return ops_.alltoallv;
+      case Coll::gatherv: return ops_.gatherv;
+      case Coll::scatterv: return ops_.scatterv;
     }
     return false;
   }
@@ -93,9 +98,30 @@ class TableBackend final : public Backend {
       case Coll::send: st = ops_.send(state_, a.send, a.count, a.dtype, a.peer, a.tag); break;
       case Coll::recv: st = ops_.recv(state_, a.recv, a.count, a.dtype, a.peer, a.tag); break;
       case Coll::sendrecv: break;
+      case Coll::allgatherv:
+        st = ops_.allgatherv(state_, a.send, a.count, a.recv, array(a.v->recv_counts), array(a.v->recv_displs), a.dtype);
+        break;
+      case Coll::reduce_scatterv:
+        st = ops_.reduce_scatterv(state_, a.send, a.recv, array(a.v->recv_counts), a.dtype, a.op);
+        break;
+      case Coll::alltoallv:
+        st = ops_.alltoallv(state_, a.send, array(a.v->send_counts), array(a.v->send_displs), a.recv,
+                            array(a.v->recv_counts), array(a.v->recv_displs), a.dtype);
+        break;
+      case Coll::gatherv:
+        st = ops_.gatherv(state_, a.send, a.count, a.recv, array(a.v->recv_counts), array(a.v->recv_displs), a.dtype,
+                          a.root);
+        break;
+      case Coll::scatterv:
+        st = ops_.scatterv(state_, a.send, array(a.v->send_counts), array(a.v->send_displs), a.recv, a.count, a.dtype,
+                           a.root);
+        break;
     }
     return checked(ops_, coll_name(a.coll), st, logged);
   }
+
+  // An array of the call's counts, NULL where the call has none on this rank.
+  static const std::size_t *array(const std::vector<std::size_t> &v) { return v.empty() ? nullptr : v.data(); }
 
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
     if (a.coll != Coll::allreduce || !ops_.iallreduce) return PG_ERR_UNSUPPORTED;

@@ -162,6 +162,7 @@ class Suite {
       for (std::size_t n : counts)
         for (bool in_place : {false, true}) movement(dtype, n, in_place);
     }
+    uneven_all(options_.quick);
     random_reductions(options_.quick ? 50 : 1001);
     symmetry();
     unsigned_extremes();
@@ -404,6 +405,236 @@ class Suite {
       }
       expect_bytes(got.data, pair_want.data, bytes, c("send/recv"));
     }
+  }
+
+  // --- the uneven (v) collectives ---------------------------------------------
+
+  // The elements rank q sends to rank r in one of the patterns, for a base
+  // size n: the same matrix on every rank.
+  enum Pattern { kMixed, kSilent, kOnePeer, kRandom, kPatterns };
+  static const char *pattern_name(int pattern) {
+    static const char *const names[] = {"counts with zeros", "a rank with nothing", "everything to one peer",
+                                        "random counts"};
+    return names[pattern];
+  }
+  std::vector<std::size_t> matrix(int pattern, std::size_t n) const {
+    const std::size_t P = static_cast<std::size_t>(P_);
+    std::vector<std::size_t> c(P * P);
+    std::mt19937_64 random(4242 + pattern * 7 + n);  // seeded: the same matrix on every rank
+    for (std::size_t q = 0; q < P; ++q)
+      for (std::size_t r = 0; r < P; ++r) {
+        std::size_t &x = c[q * P + r];
+        switch (pattern) {
+          case kMixed: x = ((q * 5 + r * 3) % 4) * n / 3; break;         // a quarter are zero
+          case kSilent: x = q == P - 1 ? 0 : n + r; break;              // the last rank sends nothing
+          case kOnePeer: x = q == 0 ? (r == P - 1 ? n * P : 0) : n / 2 + q; break;  // rank 0: all to the last
+          default: x = random() % (2 * n + 1); break;
+        }
+      }
+    return c;
+  }
+  // The block rank q contributes to allgatherv, gatherv and scatterv, and the
+  // block reduce_scatterv leaves on rank q: a column of the matrix (the last
+  // rank's is empty under kSilent; rank 0's holds n*P under kOnePeer).
+  std::size_t block_of(const std::vector<std::size_t> &c, int q) const {
+    return c[static_cast<std::size_t>(q) * P_ + static_cast<std::size_t>(P_ - 1 - q)];
+  }
+  // Displacements with gaps of one or two elements, blocks in reverse order
+  // (`reverse`) or in rank order; *extent: the elements the buffer needs.
+  static std::vector<std::size_t> displacements(const std::vector<std::size_t> &counts, bool reverse,
+                                                std::size_t *extent) {
+    const std::size_t P = counts.size();
+    std::vector<std::size_t> d(P);
+    std::size_t at = 1;
+    for (std::size_t k = 0; k < P; ++k) {
+      const std::size_t q = reverse ? P - 1 - k : k;
+      d[q] = at;
+      at += counts[q] + 1 + q % 2;
+    }
+    *extent = at;
+    return d;
+  }
+
+  // Element i of the block rank q sends to rank r (allgatherv and friends: r = 0).
+  static uint64_t vcode(int q, int r, std::size_t i) { return (q * 31 + r * 7 + i) % 97; }
+
+  void uneven_all(bool quick) {
+    const std::vector<std::size_t> sizes = quick ? std::vector<std::size_t>{2, 13} : std::vector<std::size_t>{1, 7, 300};
+    for (int d = 0; d < pg::kDtypeCount; ++d) {
+      const pg_dtype dtype = pg_dtype(d);
+      if (quick && !(d == PG_INT8 || d == PG_FLOAT16 || d == PG_FLOAT64)) continue;
+      for (int pattern = 0; pattern < kPatterns; ++pattern)
+        for (std::size_t n : sizes)
+          for (int mode = 0; mode < 3; ++mode) {  // out of place, in place, nonblocking
+            if (mode == 1 && n != sizes.back()) continue;
+            uneven_movement(dtype, pattern, n, mode == 1, mode == 2);
+          }
+      for (int o = 0; o < pg::kOpCount; ++o) {
+        const pg_op op = pg_op(o);
+        if (!serves(options_, dtype, op)) continue;
+        for (int pattern = 0; pattern < kPatterns; ++pattern)
+          for (int mode = 0; mode < 3; ++mode)
+            if (pattern == kRandom || mode == 0) uneven_reduction(dtype, op, pattern, sizes.back(), mode == 1, mode == 2);
+      }
+    }
+  }
+
+  // A nonblocking v-collective's work, waited for after the count arrays were
+  // scribbled over (the library must have copied them), then freed.
+  template <typename Start>
+  static pg_status settle(Start start, std::initializer_list<std::vector<std::size_t> *> arrays) {
+    pg_work *w = nullptr;
+    const pg_status started = start(&w);
+    if (started != PG_OK) return started;
+    for (auto *a : arrays)
+      for (std::size_t &x : *a) x = 0xdeadbeef;
+    const pg_status st = pg_work_wait(w, -1);
+    pg_work_free(w);
+    return st;
+  }
+
+  void uneven_movement(pg_dtype dtype, int pattern, std::size_t n, bool in_place, bool nonblocking) {
+    const std::size_t es = pg_dtype_size(dtype), P = static_cast<std::size_t>(P_), me = static_cast<std::size_t>(R_);
+    const int root = pattern % P_;
+    pg_test_step("uneven %s %s n=%zu%s%s", pg_dtype_name(dtype), pattern_name(pattern), n, in_place ? " in place" : "",
+                 nonblocking ? " nonblocking" : "");
+    char what[160];
+    auto c = [&](const char *op) {
+      std::snprintf(what, sizeof what, "%s (%s)%s", op, pattern_name(pattern), nonblocking ? " nonblocking" : "");
+      return Case{what, dtype, PG_SUM, n, in_place};
+    };
+    const std::vector<std::size_t> m = matrix(pattern, n);
+    std::vector<std::size_t> blocks(P);
+    for (std::size_t q = 0; q < P; ++q) blocks[q] = block_of(m, static_cast<int>(q));
+
+    {  // allgatherv: block q lands at displs[q] (reverse order, gaps) on every rank
+      std::size_t extent = 0;
+      std::vector<std::size_t> counts = blocks, displs = displacements(counts, true, &extent);
+      Buffer recv = recvbuf(extent * es), want = local(extent * es), mine = buffer(blocks[me] * es);
+      std::memset(want.data, 0x5a, extent * es);
+      for (std::size_t q = 0; q < P; ++q)
+        for (std::size_t i = 0; i < counts[q]; ++i) store(want.data, displs[q] + i, dtype, vcode(int(q), 0, i));
+      for (std::size_t i = 0; i < blocks[me]; ++i) store(mine.data, i, dtype, vcode(R_, 0, i));
+      char *from = mine.data;
+      if (in_place) {
+        from = recv.data + displs[me] * es;
+        std::memcpy(from, mine.data, blocks[me] * es);
+      }
+      pg_status st = call([&] {
+        if (!nonblocking) return pg_allgatherv(s_, on(from), blocks[me], on(recv.data), counts.data(), displs.data(), dtype);
+        return settle([&](pg_work **w) {
+          return pg_iallgatherv(s_, on(from), blocks[me], on(recv.data), counts.data(), displs.data(), dtype, w);
+        }, {&counts, &displs});
+      });
+      expect_ok(st, c("allgatherv"));
+      expect_bytes(recv.data, want.data, extent * es, c("allgatherv"));
+    }
+
+    {  // alltoallv: block r of rank q (m[q][r] elements) goes to rank r
+      std::size_t sextent = 0, rextent = 0;
+      std::vector<std::size_t> sc(P), rc(P);
+      for (std::size_t r = 0; r < P; ++r) {
+        sc[r] = m[me * P + r];
+        rc[r] = m[r * P + me];
+      }
+      std::vector<std::size_t> sd = displacements(sc, false, &sextent), rd = displacements(rc, true, &rextent);
+      const std::size_t extent = in_place ? std::max(sextent, rextent) : rextent;
+      Buffer send = sendbuf(sextent * es), recv = recvbuf(extent * es), want = local(extent * es);
+      Buffer &holder = in_place ? recv : send;
+      for (std::size_t r = 0; r < P; ++r)
+        for (std::size_t i = 0; i < sc[r]; ++i) store(holder.data, sd[r] + i, dtype, vcode(R_, int(r), i));
+      std::memcpy(want.data, holder.data, extent * es);  // in place: what is outside the receive blocks stays
+      if (!in_place) std::memset(want.data, 0x5a, extent * es);
+      for (std::size_t q = 0; q < P; ++q)
+        for (std::size_t i = 0; i < rc[q]; ++i) store(want.data, rd[q] + i, dtype, vcode(int(q), R_, i));
+      pg_status st = call([&] {
+        const void *sb = on(holder.data);
+        if (!nonblocking) return pg_alltoallv(s_, sb, sc.data(), sd.data(), on(recv.data), rc.data(), rd.data(), dtype);
+        return settle([&](pg_work **w) {
+          return pg_ialltoallv(s_, sb, sc.data(), sd.data(), on(recv.data), rc.data(), rd.data(), dtype, w);
+        }, {&sc, &sd, &rc, &rd});
+      });
+      expect_ok(st, c("alltoallv"));
+      expect_bytes(recv.data, want.data, extent * es, c("alltoallv"));
+    }
+
+    {  // gatherv to `root`: arrays at the root only
+      std::size_t extent = 0;
+      std::vector<std::size_t> counts = blocks, displs = displacements(counts, pattern % 2 == 0, &extent);
+      Buffer recv = recvbuf(extent * es), want = local(extent * es), mine = buffer(blocks[me] * es);
+      std::memset(want.data, 0x5a, extent * es);
+      for (std::size_t q = 0; q < P; ++q)
+        for (std::size_t i = 0; i < counts[q]; ++i) store(want.data, displs[q] + i, dtype, vcode(int(q), 0, i));
+      for (std::size_t i = 0; i < blocks[me]; ++i) store(mine.data, i, dtype, vcode(R_, 0, i));
+      const bool at_root = R_ == root;
+      char *from = mine.data;
+      if (in_place && at_root) {
+        from = recv.data + displs[me] * es;
+        std::memcpy(from, mine.data, blocks[me] * es);
+      }
+      const std::size_t *rcounts = at_root ? counts.data() : nullptr, *rdispls = at_root ? displs.data() : nullptr;
+      pg_status st = call([&] {
+        void *rb = at_root ? on(recv.data) : nullptr;
+        if (!nonblocking) return pg_gatherv(s_, on(from), blocks[me], rb, rcounts, rdispls, dtype, root);
+        return settle([&](pg_work **w) {
+          return pg_igatherv(s_, on(from), blocks[me], rb, rcounts, rdispls, dtype, root, w);
+        }, {&counts, &displs});
+      });
+      expect_ok(st, c("gatherv"));
+      if (at_root) expect_bytes(recv.data, want.data, extent * es, c("gatherv"));
+    }
+
+    {  // scatterv from `root`: block q to rank q
+      std::size_t extent = 0;
+      std::vector<std::size_t> counts = blocks, displs = displacements(counts, pattern % 2 == 1, &extent);
+      Buffer all = sendbuf(extent * es), part = recvbuf(blocks[me] * es), want = local(blocks[me] * es);
+      for (std::size_t q = 0; q < P; ++q)
+        for (std::size_t i = 0; i < counts[q]; ++i) store(all.data, displs[q] + i, dtype, vcode(int(q), 1, i));
+      for (std::size_t i = 0; i < blocks[me]; ++i) store(want.data, i, dtype, vcode(R_, 1, i));
+      const bool at_root = R_ == root;
+      char *to = in_place && at_root ? all.data + displs[me] * es : part.data;
+      const std::size_t *scounts = at_root ? counts.data() : nullptr, *sdispls = at_root ? displs.data() : nullptr;
+      pg_status st = call([&] {
+        const void *sb = at_root ? on(all.data) : nullptr;
+        if (!nonblocking) return pg_scatterv(s_, sb, scounts, sdispls, on(to), blocks[me], dtype, root);
+        return settle([&](pg_work **w) {
+          return pg_iscatterv(s_, sb, scounts, sdispls, on(to), blocks[me], dtype, root, w);
+        }, {&counts, &displs});
+      });
+      expect_ok(st, c("scatterv"));
+      expect_bytes(to, want.data, blocks[me] * es, c("scatterv"));
+    }
+  }
+
+  void uneven_reduction(pg_dtype dtype, pg_op op, int pattern, std::size_t n, bool in_place, bool nonblocking) {
+    const std::size_t es = pg_dtype_size(dtype), P = static_cast<std::size_t>(P_), me = static_cast<std::size_t>(R_);
+    const int avg = op == PG_AVG ? P_ : 0;
+    pg_test_step("reduce_scatterv %s %s %s%s%s", pg_dtype_name(dtype), pg_op_name(op), pattern_name(pattern),
+                 in_place ? " in place" : "", nonblocking ? " nonblocking" : "");
+    char what[160];
+    std::snprintf(what, sizeof what, "reduce_scatterv (%s)%s", pattern_name(pattern), nonblocking ? " nonblocking" : "");
+    const Case c{what, dtype, op, n, in_place};
+    const std::vector<std::size_t> m = matrix(pattern, n);
+    std::vector<std::size_t> counts(P);
+    std::size_t total = 0, before = 0;
+    for (std::size_t q = 0; q < P; ++q) {
+      counts[q] = block_of(m, int(q));
+      if (q < me) before += counts[q];
+      total += counts[q];
+    }
+    Buffer all = sendbuf(total * es), recv = recvbuf(counts[me] * es), want = local(counts[me] * es);
+    for (std::size_t j = 0; j < total; ++j) store(all.data, j, dtype, input(op, R_, j));
+    for (std::size_t i = 0; i < counts[me]; ++i) store(want.data, i, dtype, combined(op, before + i), avg);
+    char *out = in_place ? all.data + before * es : recv.data;
+    const std::size_t bytes = counts[me] * es;
+    pg_status st = call([&] {
+      if (!nonblocking) return pg_reduce_scatterv(s_, on(all.data), on(out), counts.data(), dtype, op);
+      return settle([&](pg_work **w) {
+        return pg_ireduce_scatterv(s_, on(all.data), on(out), counts.data(), dtype, op, w);
+      }, {&counts});
+    });
+    expect_ok(st, c);
+    expect_bytes(out, want.data, bytes, c);
   }
 
   // Rank q's random input to a reduction: every bit pattern for integers;

@@ -85,6 +85,40 @@ static pg_status must_not_run(void *state, void *buf, size_t count, pg_dtype dty
 
 static int contains(const char *text, const char *part) { return text && strstr(text, part) != NULL; }
 
+/* --- the uneven entries ------------------------------------------------------ */
+
+static int g_alltoallv_runs;       /* alltoallv calls the table ran itself */
+static const size_t *g_caller_counts; /* the caller's array: the table must get a copy */
+static int g_gatherv_null_elsewhere = 1; /* gatherv's arrays were NULL on the non-roots */
+
+/* alltoallv of int32 through MPI_Alltoallv (small counts only). */
+static pg_status table_alltoallv(void *state, const void *send, const size_t *sendcounts, const size_t *sdispls,
+                                 void *recv, const size_t *recvcounts, const size_t *rdispls, pg_dtype dtype) {
+  only_state *st = (only_state *)state;
+  if (dtype != PG_INT32) return PG_ERR_UNSUPPORTED;
+  int size = 0;
+  MPI_Comm_size(st->comm, &size);
+  int sc[64], sd[64], rc[64], rd[64];
+  if (size > 64) return PG_ERR_UNSUPPORTED;
+  for (int r = 0; r < size; ++r)
+    sc[r] = (int)sendcounts[r], sd[r] = (int)sdispls[r], rc[r] = (int)recvcounts[r], rd[r] = (int)rdispls[r];
+  if (sendcounts == g_caller_counts || recvcounts == g_caller_counts) return PG_ERR_INTERNAL;
+  ++g_alltoallv_runs;
+  return MPI_Alltoallv(send, sc, sd, MPI_INT32_T, recv, rc, rd, MPI_INT32_T, st->comm) == MPI_SUCCESS ? PG_OK
+                                                                                                 : PG_ERR_BACKEND;
+}
+
+/* gatherv declined (after checking the arrays it got): runs on the default backend. */
+static pg_status table_gatherv(void *state, const void *send, size_t sendcount, void *recv, const size_t *recvcounts,
+                               const size_t *displs, pg_dtype dtype, int root) {
+  only_state *st = (only_state *)state;
+  int rank = 0;
+  MPI_Comm_rank(st->comm, &rank);
+  (void)send, (void)sendcount, (void)recv, (void)dtype;
+  if (rank != root && (recvcounts || displs)) g_gatherv_null_elsewhere = 0;
+  return PG_ERR_UNSUPPORTED;
+}
+
 /* --- registration errors ----------------------------------------------------- */
 
 static void check_registration_errors(void) {
@@ -173,6 +207,20 @@ static void check_registration_errors(void) {
     ops.allreduce = only_allreduce;
     ops.struct_size = offsetof(pg_backend_ops, allreduce) + sizeof ops.allreduce;
     ops.broadcast = must_not_run;
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
+  }
+  {
+    /* Built against the header before the uneven entries: they are not read. */
+    pg_backend_ops ops = base_table("before_uneven");
+    ops.struct_size = offsetof(pg_backend_ops, allgatherv);
+    ops.allgatherv = (pg_status(*)(void *, const void *, size_t, void *, const size_t *, const size_t *,
+                                   pg_dtype))must_not_run;
+    ops.alltoallv = (pg_status(*)(void *, const void *, const size_t *, const size_t *, void *, const size_t *,
+                                  const size_t *, pg_dtype))must_not_run;
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
+    ops = base_table("uneven_table");
+    ops.alltoallv = table_alltoallv;
+    ops.gatherv = table_gatherv;
     PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
   }
   {
@@ -306,6 +354,51 @@ static void check_other_backends(void) {
     int32_t b = pg_strategy_rank(s) == 0 ? 7 : 0;
     PG_TEST_STATUS(pg_broadcast(s, &b, 1, PG_INT32, 0), PG_OK); /* NULL for the library */
     PG_TEST_TRUE(b == 7, "broadcast gave %d", (int)b);
+    PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
+    s = NULL;
+  }
+
+  /* The uneven collectives: on a table without the entries (built before
+   * them) they run on the default backend; a table's own alltoallv runs on it,
+   * with the library's copy of the arrays; a declined gatherv falls back. */
+  const char *uneven_tables[] = {"before_uneven", "uneven_table"};
+  for (int t = 0; t < 2; ++t) {
+    pg_test_step("uneven collectives on %s", uneven_tables[t]);
+    PG_TEST_STATUS(pg_strategy_create("cpu", uneven_tables[t], &s), PG_OK);
+    if (!s) continue;
+    const int rank = pg_strategy_rank(s);
+    enum { MAXP = 16 };
+    int32_t send[MAXP * MAXP], recv[MAXP * MAXP];
+    size_t sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP];
+    if (size > MAXP) break;
+    /* Rank q sends q + r + 1 elements (value 100 q + r) to rank r. */
+    size_t at = 0, from = 0;
+    for (int r = 0; r < size; ++r) {
+      sc[r] = (size_t)(rank + r + 1), sd[r] = at;
+      rc[r] = (size_t)(r + rank + 1), rd[r] = from;
+      for (size_t i = 0; i < sc[r]; ++i) send[at + i] = 100 * rank + r;
+      at += sc[r], from += rc[r];
+    }
+    const int runs = g_alltoallv_runs;
+    g_caller_counts = sc;
+    PG_TEST_STATUS(pg_alltoallv(s, send, sc, sd, recv, rc, rd, PG_INT32), PG_OK);
+    int wrong = 0;
+    for (int q = 0; q < size; ++q)
+      for (size_t i = 0; i < rc[q]; ++i) wrong += recv[rd[q] + i] != 100 * q + rank;
+    PG_TEST_TRUE(wrong == 0, "alltoallv on %s: %d wrong", uneven_tables[t], wrong);
+    PG_TEST_TRUE(g_alltoallv_runs == runs + (t == 1), "alltoallv ran %d times on the table (expected %d)",
+                 g_alltoallv_runs - runs, t == 1);
+    int32_t mine[2] = {rank, rank}, all[2 * MAXP];
+    size_t counts[MAXP], displs[MAXP];
+    for (int r = 0; r < size; ++r) counts[r] = 2, displs[r] = 2 * (size_t)(size - 1 - r);
+    const int root = size - 1;
+    PG_TEST_STATUS(pg_gatherv(s, mine, 2, all, rank == root ? counts : NULL, rank == root ? displs : NULL, PG_INT32,
+                              root),
+                   PG_OK);
+    if (rank == root)
+      for (int q = 0; q < size; ++q)
+        PG_TEST_TRUE(all[displs[q]] == q && all[displs[q] + 1] == q, "gatherv on %s: block %d", uneven_tables[t], q);
+    PG_TEST_TRUE(g_gatherv_null_elsewhere, "gatherv's arrays reach the table on a rank other than the root");
     PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
     s = NULL;
   }

@@ -331,7 +331,8 @@ class NcclBackend final : public Backend {
   // PG_ERR_UNSUPPORTED, before anything is enqueued, for what NCCL lacks.
   static pg_status supported(const CollArgs &a, ncclRedOp_t *op) {
     *op = ncclSum;
-    if (a.coll != Coll::allreduce && a.coll != Coll::reduce && a.coll != Coll::reduce_scatter)
+    if (a.coll != Coll::allreduce && a.coll != Coll::reduce && a.coll != Coll::reduce_scatter &&
+        a.coll != Coll::reduce_scatterv)
       return PG_OK;
     if (reduction(a.op, op)) return PG_OK;
     return fail(PG_ERR_UNSUPPORTED,
@@ -438,6 +439,12 @@ class NcclBackend final : public Backend {
           PG_CHECK(send_to(send, a.count, type, a.peer, stream));
           return recv_from(recv, a.recv_count, type, a.source, stream);
         });
+      case Coll::allgatherv:
+      case Coll::reduce_scatterv:
+      case Coll::alltoallv:
+      case Coll::gatherv:
+      case Coll::scatterv:
+        return uneven(a, type, op, stream);
     }
     return fail(PG_ERR_INTERNAL, "nccl backend: unknown operation %d", static_cast<int>(a.coll));
   }
@@ -486,6 +493,94 @@ class NcclBackend final : public Backend {
       PG_CUDA_CHECK(freed);
     }
     return st;
+  }
+
+  // The uneven collectives: NCCL has none of them (nor an all-to-all with
+  // counts per peer), so they go as grouped sends and receives, the block a
+  // rank keeps as a device copy; reduce_scatterv as one grouped reduce per block.
+  pg_status uneven(const CollArgs &a, ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
+    ncclComm_t comm = state_->comm;
+    const std::size_t es = dtype_size(a.dtype), me = static_cast<std::size_t>(rank_);
+    const std::size_t p = static_cast<std::size_t>(size_), root = static_cast<std::size_t>(a.root);
+    const VCounts &v = *a.v;
+    const char *send = static_cast<const char *>(a.send);
+    char *recv = static_cast<char *>(a.recv);
+    switch (a.coll) {
+      case Coll::allgatherv:
+        if (!a.in_place) PG_CHECK(copy_async(recv + v.recv_displs[me] * es, send, a.count * es, stream));
+        return group(comm, [&] {
+          for (std::size_t r = 0; r < p; ++r) {
+            if (r == me) continue;
+            PG_CHECK(send_to(send, a.count, type, static_cast<int>(r), stream));
+            PG_CHECK(recv_from(recv + v.recv_displs[r] * es, v.recv_counts[r], type, static_cast<int>(r), stream));
+          }
+          return PG_OK;
+        });
+      case Coll::reduce_scatterv:
+        // In place, this rank's own reduce has sendbuff == recvbuff: NCCL's
+        // in-place form. Ranks other than a block's root never write its
+        // recvbuff: they name their own block of input there.
+        return group(comm, [&] {
+          for (std::size_t r = 0; r < p; ++r) {
+            if (v.recv_counts[r] == 0) continue;
+            const char *block = send + v.send_displs[r] * es;
+            void *out = r == me ? a.recv : const_cast<char *>(block);
+            PG_NCCL_CHECK(comm, ncclReduce(block, out, v.recv_counts[r], type, op, static_cast<int>(r), comm, stream));
+          }
+          return PG_OK;
+        });
+      case Coll::alltoallv: {
+        void *staging = nullptr;
+        const std::size_t extent = VCounts::extent(v.send_counts, v.send_displs) * es;
+        if (a.in_place && extent > 0) {
+          PG_CUDA_CHECK(cudaMallocAsync(&staging, extent, stream));
+          pg_status st = copy_async(staging, a.send, extent, stream);
+          if (st != PG_OK) {
+            cudaFreeAsync(staging, stream);
+            return st;
+          }
+          send = static_cast<const char *>(staging);
+        }
+        pg_status st = copy_async(recv + v.recv_displs[me] * es, send + v.send_displs[me] * es,
+                                  v.send_counts[me] * es, stream);
+        if (st == PG_OK)
+          st = group(comm, [&] {
+            for (std::size_t r = 0; r < p; ++r) {
+              if (r == me) continue;
+              PG_CHECK(send_to(send + v.send_displs[r] * es, v.send_counts[r], type, static_cast<int>(r), stream));
+              PG_CHECK(recv_from(recv + v.recv_displs[r] * es, v.recv_counts[r], type, static_cast<int>(r), stream));
+            }
+            return PG_OK;
+          });
+        if (staging) {
+          std::string message = st == PG_OK ? std::string() : last_error();
+          cudaError_t freed = cudaFreeAsync(staging, stream);
+          if (st != PG_OK) return fail_message(st, message);
+          PG_CUDA_CHECK(freed);
+        }
+        return st;
+      }
+      case Coll::gatherv:
+        if (me != root) return group(comm, [&] { return send_to(send, a.count, type, a.root, stream); });
+        if (!a.in_place) PG_CHECK(copy_async(recv + v.recv_displs[me] * es, send, a.count * es, stream));
+        return group(comm, [&] {
+          for (std::size_t r = 0; r < p; ++r)
+            if (r != me)
+              PG_CHECK(recv_from(recv + v.recv_displs[r] * es, v.recv_counts[r], type, static_cast<int>(r), stream));
+          return PG_OK;
+        });
+      case Coll::scatterv:
+        if (me != root) return group(comm, [&] { return recv_from(recv, a.count, type, a.root, stream); });
+        if (!a.in_place) PG_CHECK(copy_async(recv, send + v.send_displs[me] * es, a.count * es, stream));
+        return group(comm, [&] {
+          for (std::size_t r = 0; r < p; ++r)
+            if (r != me)
+              PG_CHECK(send_to(send + v.send_displs[r] * es, v.send_counts[r], type, static_cast<int>(r), stream));
+          return PG_OK;
+        });
+      default:
+        return fail(PG_ERR_INTERNAL, "nccl backend: not an uneven collective");
+    }
   }
 
   static pg_status copy_async(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
