@@ -103,7 +103,7 @@ int main(void) {
   setenv("PGS_FAIRRING_ALGO", "fastest", 1);
   PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_ERR_INVALID_ARGUMENT);
   expect_message("PGS_FAIRRING_ALGO='fastest'");
-  expect_message("auto, flat, hierarchical, leaders");
+  expect_message("auto, fast, flat, hierarchical, leaders");
   setenv("PGS_FAIRRING_ALGO", "hierarchical", 1);
   setenv("PGS_RANKS_PER_NODE", "1", 1);
   PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_ERR_INVALID_ARGUMENT);

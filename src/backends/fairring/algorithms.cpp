@@ -1,5 +1,7 @@
 #include "backends/fairring/algorithms.h"
 
+#include "backends/fairring/fast_path.h"
+
 #include "core/dtype.h"
 #include "core/status.h"
 #include "core/text.h"
@@ -10,6 +12,14 @@ namespace {
 bool bitwise(pg_op op) { return op == PG_BAND || op == PG_BOR || op == PG_BXOR; }
 
 constexpr AlgorithmInfo kAlgorithms[] = {
+    {Algorithm::fast, "fast",
+     "inputs up to PGS_FAIRRING_FAST_BYTES: allreduce and barrier on any layout, reduce, broadcast, allgather "
+     "and reduce_scatter on one node",
+     "CPU nodes of several ranks",
+     "every rank publishes its input in its shared slot (inline with a cache-line flag when small) and reads "
+     "the others' straight into its buffer, reducing in local-rank order; across nodes the nodes' first ranks "
+     "reduce, run MPI among themselves and hand the result back (fast_path.cpp)",
+     [](const Situation &s, const CollArgs &a) { return s.fast && s.fast->fits(a); }, nullptr},
     {Algorithm::flat, "flat", "below PGS_FAIRRING_MIN_BYTES, and wherever no other algorithm applies",
      "any layout",
      "the device default's algorithm on every rank at once (MPI; NCCL on CUDA)",
@@ -36,15 +46,21 @@ constexpr AlgorithmInfo kAlgorithms[] = {
      [](const Situation &s, const CollArgs &) { return s.irregular; }},
 };
 
-// A large allreduce: what a forced algorithm must serve, and what the rule is described by.
+// A large allreduce: what the rule is described by.
 CollArgs large_allreduce() {
   return CollArgs::reduction(Coll::allreduce, nullptr, nullptr, std::size_t(1) << 40, PG_FLOAT32, PG_SUM);
+}
+
+// Whether an algorithm can run an allreduce here, of some size.
+bool can_run(const AlgorithmInfo &row, const Situation &s) {
+  return row.fits(s, large_allreduce()) ||
+         row.fits(s, CollArgs::reduction(Coll::allreduce, nullptr, nullptr, 1, PG_FLOAT32, PG_SUM));
 }
 
 std::string names_that_fit(const Situation &s) {
   std::vector<std::string> names = {"auto"};
   for (const AlgorithmInfo &row : kAlgorithms)
-    if (row.fits(s, large_allreduce())) names.emplace_back(row.name);
+    if (can_run(row, s)) names.emplace_back(row.name);
   return text::join(names, ", ");
 }
 
@@ -85,7 +101,7 @@ Algorithm choose(const Situation &s, const CollArgs &a, std::optional<Algorithm>
 }
 
 pg_status check_forced(const Situation &s, std::optional<Algorithm> forced) {
-  if (!forced || info(*forced).fits(s, large_allreduce())) return PG_OK;
+  if (!forced || can_run(info(*forced), s)) return PG_OK;
   const AlgorithmInfo &row = info(*forced);
   return fail(PG_ERR_INVALID_ARGUMENT,
               "PGS_FAIRRING_ALGO='%s' cannot run here: %s needs %s; this strategy (%s%s) can use: %s", row.name,
@@ -95,10 +111,13 @@ pg_status check_forced(const Situation &s, std::optional<Algorithm> forced) {
 
 std::string describe_rule(const Situation &s, std::optional<Algorithm> forced) {
   const Algorithm big = choose(s, large_allreduce(), forced);
-  if (forced) return std::string("allreduce: ") + info(big).name + " at every size (PGS_FAIRRING_ALGO)";
+  if (forced) return std::string("allreduce: ") + info(*forced).name + " at every size (PGS_FAIRRING_ALGO)";
+  const std::string small = s.fast ? "fast up to " + text::format_bytes(s.fast->slot_bytes()) + ", " : "";
   if (big == Algorithm::flat)
-    return std::string("allreduce: flat at every size (hierarchical needs ") + info(Algorithm::hierarchical).needs + ")";
-  return "allreduce: flat below " + text::format_bytes(s.min_bytes) + ", " + info(big).name + " from there";
+    return "allreduce: " + small + "flat " + (s.fast ? "above" : "at every size") + " (hierarchical needs " +
+           info(Algorithm::hierarchical).needs + ")";
+  return "allreduce: " + small + "flat below " + text::format_bytes(s.min_bytes) + ", " + info(big).name +
+         " from there";
 }
 
 }  // namespace pg::fairring

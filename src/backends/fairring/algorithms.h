@@ -14,7 +14,9 @@
 
 namespace pg::fairring {
 
-enum class Algorithm { flat, hierarchical, leaders };
+enum class Algorithm { fast, flat, hierarchical, leaders };
+
+class FastPath;
 
 // What the rule needs to know of a strategy, fixed at creation.
 struct Situation {
@@ -23,6 +25,7 @@ struct Situation {
   bool transport = false;      // a node transport exists (what hierarchical runs on)
   int size = 1;                // ranks
   std::size_t min_bytes = 0;   // PGS_FAIRRING_MIN_BYTES in effect
+  const FastPath *fast = nullptr;  // the small-message path, where the node has one
 };
 
 struct AlgorithmInfo {

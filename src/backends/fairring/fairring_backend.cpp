@@ -5,6 +5,7 @@
 
 #include "backends/fairring/algorithms.h"
 #include "backends/fairring/cuda_transport.h"
+#include "backends/fairring/fast_path.h"
 #include "backends/fairring/fairring_internal.h"
 #include "backends/fairring/schedule.h"
 #include "backends/fairring/settings.h"
@@ -30,9 +31,6 @@ class FairringBackend final : public Backend {
     // with MPI across several nodes (CUDA). Regular layouts only.
     const bool transport = !irregular && (cuda ? shape_.nodes > 1 : shape_.local_size > 1);
     situation_ = {cuda, irregular, transport, c.size, *settings_.min_bytes};
-    // The same on every rank (the layout and the settings are agreed), so
-    // every rank fails together, before anything is made.
-    PG_CHECK(check_forced(situation_, settings_.algorithm));
     // The sub-instances, through the library's own factory: the device default
     // (mpi, or nccl on CUDA) on the whole communicator; mpi on the node (CPU)
     // and on the rail, on host memory.
@@ -43,6 +41,18 @@ class FairringBackend final : public Backend {
     PG_CHECK(make_instance(cuda ? "nccl" : "mpi", c.comm, args.layout, args.env, &flat_));
     if (!cuda) PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), host, &node_));
     PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host, &rail_));
+    // Every rank makes it or none does: on irregular layouts nodes of one rank too.
+    if (!cuda && settings_.fast_bytes > 0 && (irregular || shape_.local_size > 1)) {
+      // Its own instance on the rail, so its MPI calls never interleave with the schedule's.
+      PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
+                             &fast_rail_));
+      PG_CHECK(FastPath::create(c.node_comm, settings_.fast_bytes, shape_.nodes, c.size, fast_rail_->backend.get(),
+                                &fast_));
+      situation_.fast = fast_.get();
+    }
+    // The same on every rank (the layout and the settings are agreed), so
+    // every rank fails together (and frees what it made together).
+    PG_CHECK(check_forced(situation_, settings_.algorithm));
     if (transport && !cuda) {
       // A slot holds a slice, or a whole rank's share of one element per block.
       const std::size_t slot = std::max<std::size_t>(*settings_.slice_bytes, 8 * static_cast<std::size_t>(c.size));
@@ -65,16 +75,33 @@ class FairringBackend final : public Backend {
   }
 
   // The node's shared window (or NCCL communicators) are freed collectively: left as they are.
-  void abandon() override { static_cast<void>(transport_.release()); }
+  void abandon() override {
+    static_cast<void>(transport_.release());
+    static_cast<void>(fast_.release());
+  }
 
+  // The fast path serves these too; the flat path (the device default) what it does not take.
   bool implements(Coll coll) const override {
-    return coll == Coll::allreduce || coll == Coll::reduce_scatter || coll == Coll::allgather;
+    switch (coll) {
+      case Coll::allreduce:
+      case Coll::reduce_scatter:
+      case Coll::allgather: return true;
+      case Coll::broadcast:
+      case Coll::reduce:
+      case Coll::barrier: return fast_ != nullptr;
+      default: return false;
+    }
   }
 
   pg_status run(const CollArgs &a) override {
     const Algorithm algorithm = choose(situation_, a, settings_.algorithm);
     if (algorithm != Algorithm::hierarchical) trace::annotate(info(algorithm).name);
     switch (algorithm) {
+      case Algorithm::fast: {
+        std::unique_ptr<Request> request;
+        PG_CHECK(fast_->start(a, &request));
+        return request->wait();
+      }
       case Algorithm::hierarchical: return hierarchical(a)->wait();
       case Algorithm::leaders: return allreduce_leaders(a, shape_, *node_->backend, *rail_->backend);
       case Algorithm::flat: break;
@@ -86,6 +113,7 @@ class FairringBackend final : public Backend {
     const Algorithm algorithm = choose(situation_, a, settings_.algorithm);
     if (algorithm != Algorithm::hierarchical) trace::annotate(info(algorithm).name);
     switch (algorithm) {
+      case Algorithm::fast: return fast_->start(a, out);
       case Algorithm::hierarchical: *out = hierarchical(a); return PG_OK;
       case Algorithm::leaders: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
       case Algorithm::flat: break;
@@ -114,6 +142,7 @@ class FairringBackend final : public Backend {
     else
       d += nodes + " x " + std::to_string(shape_.local_size) + " ranks per node, " +
            std::to_string(shape_.local_size) + " rails of " + std::to_string(shape_.nodes);
+    if (fast_) d += ", fast path of " + text::format_bytes(fast_->footprint()) + " per rank";
     return d + ", slices of " + text::format_bytes(*settings_.slice_bytes) + ", " +
            std::to_string(settings_.inflight) + " in flight, " +
            (situation_.cuda ? "NCCL in the node, MPI on the rails through pinned host memory (device memory where MPI is "
@@ -152,8 +181,9 @@ class FairringBackend final : public Backend {
   Shape shape_;
   Situation situation_;
   const Memory *memory_ = nullptr;
-  std::unique_ptr<Instance> flat_, node_, rail_;
+  std::unique_ptr<Instance> flat_, node_, rail_, fast_rail_;
   // Declared after the instances they use, so destroyed before them.
+  std::unique_ptr<FastPath> fast_;
   std::unique_ptr<NodeTransport> transport_;
   std::unique_ptr<Schedule> schedule_;
 };

@@ -31,7 +31,7 @@ const params::Param<Settings> kRows[] = {
        return PG_OK;
      },
      [](const Settings &s) { return size_or_default(s.min_bytes); }},
-    {"PGS_FAIRRING_ALGO", "auto", "auto, or one algorithm at every size (flat, hierarchical, leaders)",
+    {"PGS_FAIRRING_ALGO", "auto", "auto, or one algorithm at every size (fast, flat, hierarchical, leaders)",
      [](const char *n, const char *v, Settings *s) {
        int index = 0;
        PG_CHECK(params::parse_choice(n, v, algorithm_choices(), &index));
@@ -39,6 +39,13 @@ const params::Param<Settings> kRows[] = {
        return PG_OK;
      },
      [](const Settings &s) { return std::string(s.algorithm ? info(*s.algorithm).name : "auto"); }},
+    // Two slots of this size per rank (the fast path's shared memory).
+    {"PGS_FAIRRING_FAST_BYTES", "256K",
+     "inputs up to this take the fast path on CPU nodes of several ranks; 0 turns it off",
+     [](const char *n, const char *v, Settings *s) {
+       return params::parse_size(n, v, 0, Settings::kMaxFastBytes, &s->fast_bytes);
+     },
+     [](const Settings &s) { return std::to_string(s.fast_bytes); }},
 };
 
 }  // namespace

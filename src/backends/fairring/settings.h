@@ -22,6 +22,9 @@ class Settings final : public BackendSettings {
   int inflight = 4;                        // PGS_FAIRRING_INFLIGHT
   std::optional<std::size_t> min_bytes;    // PGS_FAIRRING_MIN_BYTES
   std::optional<Algorithm> algorithm;      // PGS_FAIRRING_ALGO; unset (auto): the rule chooses
+  std::size_t fast_bytes = kFastBytes;     // PGS_FAIRRING_FAST_BYTES; 0: no fast path
+  static constexpr std::size_t kFastBytes = std::size_t(256) << 10;
+  static constexpr std::size_t kMaxFastBytes = std::size_t(16) << 20;
   std::vector<std::string> given;          // as set, by row
 
   // These settings with each unset size replaced by the device's default:

@@ -1,0 +1,232 @@
+#include "backends/fairring/fast_path.h"
+
+#include <cstring>
+#include <new>
+
+#include "core/dtype.h"
+#include "core/reduce.h"
+#include "core/runtime.h"
+#include "core/status.h"
+
+namespace pg::fairring {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+// The bytes a rank publishes for `a` (its input), on `ranks` ranks.
+std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
+  const std::size_t one = a.count * dtype_size(a.dtype);
+  switch (a.coll) {
+    case Coll::allreduce:
+    case Coll::reduce:
+    case Coll::allgather: return one;
+    case Coll::broadcast: return rank == a.root ? one : 0;
+    case Coll::reduce_scatter: return one * static_cast<std::size_t>(ranks);
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+// One operation: publish (once the operation before it is done here), wait,
+// then read the peers' parts; across nodes the leader's MPI step and the
+// others' wait for its result. test() moves it as far as it can without waiting.
+class FastPath::Op final : public Request {
+ public:
+  Op(FastPath &path, const CollArgs &a, std::uint64_t t) : p_(path), a_(a), t_(t) {}
+
+  pg_status test(bool *done) override {
+    *done = false;
+    if (stage_ == Stage::publish) {
+      if (p_.finished_ + 1 < t_) return PG_OK;  // the operation before this one is not done here
+      publish();
+      stage_ = Stage::gather;
+    }
+    if (stage_ == Stage::gather) {
+      if (!leader_mode()) {
+        if (!p_.arrived(t_)) return PG_OK;
+        read_node();
+        return finish(done);
+      }
+      if (p_.local_ != 0) {
+        if (p_.parts_[0].flags[t_ % 2].done.load(std::memory_order_acquire) < t_) return PG_OK;
+        if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
+        return finish(done);
+      }
+      if (!p_.arrived(t_)) return PG_OK;
+      if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
+      const CollArgs across = a_.coll == Coll::allreduce
+                                  ? CollArgs::reduction(Coll::allreduce, a_.recv, a_.recv, a_.count, a_.dtype,
+                                                        combining_op(a_.op))
+                                        .placed(0)
+                                  : CollArgs{};
+      PG_CHECK(p_.leaders_->start(across, &across_));
+      stage_ = Stage::across;
+    }
+    if (stage_ == Stage::across) {
+      bool finished = false;
+      PG_CHECK(across_->test(&finished));
+      if (!finished) return PG_OK;
+      across_.reset();
+      if (a_.coll == Coll::allreduce) {
+        reduce_finish(a_.dtype, a_.op, a_.recv, a_.count, p_.size_);
+        std::memcpy(p_.input(0, t_, bytes()), a_.recv, bytes());
+      }
+      p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
+      return finish(done);
+    }
+    *done = stage_ == Stage::finished;
+    return PG_OK;
+  }
+
+ private:
+  enum class Stage { publish, gather, across, finished };
+
+  bool leader_mode() const { return p_.nodes_ > 1; }
+  std::size_t bytes() const { return a_.count * dtype_size(a_.dtype); }
+
+  // This rank's input into its own flag or slot, then seq = t. Across nodes
+  // the leader reads its own buffer and publishes only its arrival.
+  void publish() {
+    const std::size_t n = input_bytes(a_, p_.local_, p_.local_size_);
+    const bool copy = n > 0 && !(leader_mode() && p_.local_ == 0);
+    if (copy) {
+      const void *from = a_.coll == Coll::broadcast ? a_.recv : a_.send;
+      std::memcpy(p_.input(p_.local_, t_, n), from, n);
+    }
+    p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].seq.store(t_, std::memory_order_release);
+  }
+
+  // Element `offset` (in bytes) of every local rank's input, reduced in local
+  // rank order into `out` (the leader's own input read from its buffer).
+  void reduce_node_into(char *out, std::size_t offset) const {
+    const std::size_t n = input_bytes(a_, 0, p_.local_size_);
+    const pg_op op = combining_op(a_.op);
+    auto source = [&](int q) -> const char * {
+      if (leader_mode() && q == 0) return static_cast<const char *>(a_.send) + offset;
+      return p_.input(q, t_, n) + offset;
+    };
+    if (p_.local_size_ == 1) {  // a node of one rank (irregular layouts)
+      if (out != source(0)) std::memcpy(out, source(0), bytes());
+      return;
+    }
+    reduce_into(a_.dtype, op, out, source(0), source(1), a_.count);
+    for (int q = 2; q < p_.local_size_; ++q) reduce_local(a_.dtype, op, out, source(q), a_.count);
+  }
+
+  // One node: what this rank needs of every local rank's input.
+  void read_node() {
+    const std::size_t len = bytes();
+    char *recv = static_cast<char *>(a_.recv);
+    const int me = p_.local_;
+    switch (a_.coll) {
+      case Coll::allreduce:
+        reduce_node_into(recv, 0);
+        reduce_finish(a_.dtype, a_.op, recv, a_.count, p_.size_);
+        break;
+      case Coll::reduce:
+        if (me != a_.root) break;
+        reduce_node_into(recv, 0);
+        reduce_finish(a_.dtype, a_.op, recv, a_.count, p_.size_);
+        break;
+      case Coll::reduce_scatter:
+        reduce_node_into(recv, static_cast<std::size_t>(me) * len);
+        reduce_finish(a_.dtype, a_.op, recv, a_.count, p_.size_);
+        break;
+      case Coll::broadcast:
+        if (me != a_.root) std::memcpy(recv, p_.input(a_.root, t_, len), len);
+        break;
+      case Coll::allgather:
+        for (int q = 0; q < p_.local_size_; ++q) {
+          char *to = recv + static_cast<std::size_t>(q) * len;
+          const char *from = q == me ? static_cast<const char *>(a_.send) : p_.input(q, t_, len);
+          if (to != from) std::memcpy(to, from, len);
+        }
+        break;
+      default:  // barrier
+        break;
+    }
+  }
+
+  pg_status finish(bool *done) {
+    p_.finished_ = t_;
+    stage_ = Stage::finished;
+    *done = true;
+    return PG_OK;
+  }
+
+  FastPath &p_;
+  const CollArgs a_;
+  const std::uint64_t t_;
+  Stage stage_ = Stage::publish;
+  std::unique_ptr<Request> across_;
+};
+
+pg_status FastPath::create(MPI_Comm node_comm, std::size_t slot_bytes, int nodes, int size, Backend *leaders,
+                           std::unique_ptr<FastPath> *out) {
+  static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "flags are shared between processes");
+  std::unique_ptr<FastPath> f(new FastPath());
+  MPI_Comm_rank(node_comm, &f->local_);
+  MPI_Comm_size(node_comm, &f->local_size_);
+  f->nodes_ = nodes;
+  f->size_ = size;
+  f->leaders_ = leaders;
+  f->slot_bytes_ = round_up(slot_bytes, 64);
+  const std::size_t slots_at = round_up(2 * sizeof(Flag), kPage);
+  NodeWindow window;
+  PG_CHECK(allocate_node_window(node_comm, slots_at + 2 * f->slot_bytes_, "fairring's fast path", &window));
+  f->win_ = window.win;
+  new (window.base) Flag[2]();  // this rank's flags, before any peer reads them
+  f->parts_.resize(static_cast<std::size_t>(f->local_size_));
+  for (int p = 0; p < f->local_size_; ++p) {
+    char *at = window.parts[static_cast<std::size_t>(p)];
+    f->parts_[static_cast<std::size_t>(p)] = {reinterpret_cast<Flag *>(at), at + slots_at};
+  }
+  PG_MPI_CHECK(MPI_Barrier(node_comm));
+  *out = std::move(f);
+  return PG_OK;
+}
+
+FastPath::~FastPath() {
+  if (win_ != MPI_WIN_NULL && runtime::mpi_alive()) MPI_Win_free(&win_);
+}
+
+std::size_t FastPath::footprint() const { return round_up(2 * sizeof(Flag), kPage) + 2 * slot_bytes_; }
+
+bool FastPath::fits(const CollArgs &a) const {
+  switch (a.coll) {
+    case Coll::allreduce:
+    case Coll::barrier: break;
+    case Coll::reduce:
+    case Coll::broadcast:
+    case Coll::allgather:
+    case Coll::reduce_scatter:
+      if (nodes_ > 1) return false;
+      break;
+    default: return false;
+  }
+  return input_bytes(a, a.root, local_size_) <= slot_bytes_;
+}
+
+pg_status FastPath::start(const CollArgs &a, std::unique_ptr<Request> *out) {
+  auto op = std::make_unique<Op>(*this, a, ++started_);
+  bool done = false;
+  PG_CHECK(op->test(&done));  // publishes at once when it can
+  *out = std::move(op);
+  return PG_OK;
+}
+
+char *FastPath::input(int p, std::uint64_t t, std::size_t bytes) const {
+  const Part &part = parts_[static_cast<std::size_t>(p)];
+  return bytes <= kInline ? part.flags[t % 2].payload : part.slots + (t % 2) * slot_bytes_;
+}
+
+bool FastPath::arrived(std::uint64_t t) const {
+  for (const Part &part : parts_)
+    if (part.flags[t % 2].seq.load(std::memory_order_acquire) < t) return false;
+  return true;
+}
+
+}  // namespace pg::fairring

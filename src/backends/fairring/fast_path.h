@@ -1,0 +1,87 @@
+// fairring's path for small and mid-size messages on a node (algorithm
+// "fast", docs/algorithms.md): one shared window per strategy, made once.
+// Each rank's part holds two cache-line flags and two slots, used by the
+// node's operations alternately (operation t uses parity t % 2):
+//
+//   flag[t%2] = { seq, done, payload[48] }   seq: the rank has published its
+//                                            input to operation t (inline in
+//                                            payload when it fits, else in
+//                                            slot[t%2]); done: the node's
+//                                            leader has put t's result there
+//
+// An operation: every rank copies its input to its own flag or slot and
+// stores seq = t (release); waits until every local rank's seq[t%2] is t
+// (acquire); then reads what it needs straight from the peers' parts into the
+// user's buffer, reducing with the library's kernel in local-rank order, so
+// every rank gets the same bits. Across nodes (allreduce, barrier) the node's
+// first rank reduces, runs MPI among the first ranks of every node, puts the
+// result in its part and stores done = t; the others copy it.
+//
+// No barrier closes an operation: a rank writes parity t % 2 again only at
+// operation t + 2, after it has seen every local rank arrive at t + 1, which
+// each does only after it finished reading operation t. Operations start in
+// order (a nonblocking one publishes once the one before it is done here).
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/memory.h"
+
+namespace pg::fairring {
+
+class FastPath {
+ public:
+  // Collective over node_comm. `slot_bytes`: the largest input one rank
+  // publishes in a slot (PGS_FAIRRING_FAST_BYTES). `leaders`: the rail of the
+  // node's first ranks (an instance of its own, for allreduce and barrier
+  // across nodes), or null on one node.
+  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, int nodes, int size, Backend *leaders,
+                          std::unique_ptr<FastPath> *out);
+  ~FastPath();  // collective over the node, like create
+  FastPath(const FastPath &) = delete;
+  FastPath &operator=(const FastPath &) = delete;
+
+  // Bytes of shared memory this rank's part takes, and the largest input a slot holds.
+  std::size_t footprint() const;
+  std::size_t slot_bytes() const { return slot_bytes_; }
+  // Whether the path serves `a`: a collective it has, an input that fits a
+  // slot, and across nodes only allreduce and barrier.
+  bool fits(const CollArgs &a) const;
+  // Starts `a` (which fits); the request finishes when this rank's result is
+  // in place and no peer reads its buffers.
+  pg_status start(const CollArgs &a, std::unique_ptr<Request> *out);
+
+ private:
+  class Op;
+  struct alignas(64) Flag {
+    std::atomic<std::uint64_t> seq{0};
+    std::atomic<std::uint64_t> done{0};
+    char payload[48];
+  };
+  struct Part {
+    Flag *flags = nullptr;  // [2]
+    char *slots = nullptr;  // [2][slot_bytes_]
+  };
+  static constexpr std::size_t kInline = sizeof(Flag::payload);
+
+  FastPath() = default;
+  // Where local rank p publishes operation t's input.
+  char *input(int p, std::uint64_t t, std::size_t bytes) const;
+  bool arrived(std::uint64_t t) const;
+
+  MPI_Win win_ = MPI_WIN_NULL;
+  int local_ = 0, local_size_ = 1, nodes_ = 1, size_ = 1;
+  std::size_t slot_bytes_ = 0;
+  std::vector<Part> parts_;
+  Backend *leaders_ = nullptr;
+  std::uint64_t started_ = 0;   // operations started here
+  std::uint64_t finished_ = 0;  // operations finished here, in order
+};
+
+}  // namespace pg::fairring
