@@ -97,11 +97,7 @@ class FairringBackend final : public Backend {
     const Algorithm algorithm = choose(situation_, a, settings_.algorithm);
     if (algorithm != Algorithm::hierarchical) trace::annotate(info(algorithm).name);
     switch (algorithm) {
-      case Algorithm::fast: {
-        std::unique_ptr<Request> request;
-        PG_CHECK(fast_->start(a, &request));
-        return request->wait();
-      }
+      case Algorithm::fast: return fast_->run(a);
       case Algorithm::hierarchical: return hierarchical(a)->wait();
       case Algorithm::leaders: return allreduce_leaders(a, shape_, *node_->backend, *rail_->backend);
       case Algorithm::flat: break;

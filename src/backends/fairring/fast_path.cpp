@@ -210,6 +210,11 @@ bool FastPath::fits(const CollArgs &a) const {
   return input_bytes(a, a.root, local_size_) <= slot_bytes_;
 }
 
+pg_status FastPath::run(const CollArgs &a) {
+  Op op(*this, a, ++started_);
+  return op.wait();
+}
+
 pg_status FastPath::start(const CollArgs &a, std::unique_ptr<Request> *out) {
   auto op = std::make_unique<Op>(*this, a, ++started_);
   bool done = false;

@@ -56,6 +56,8 @@ class FastPath {
   // Starts `a` (which fits); the request finishes when this rank's result is
   // in place and no peer reads its buffers.
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out);
+  // The same, waited for here: nothing allocated (the blocking hot path).
+  pg_status run(const CollArgs &a);
 
  private:
   class Op;
