@@ -70,6 +70,7 @@ pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int s
   PG_CHECK(allocate_node_window(node_comm, bytes, "the fairring backend's slots", &window));
   t->win_ = window.win;
   t->parts_.resize(static_cast<std::size_t>(t->local_size_));
+  t->resolved_.resize(static_cast<std::size_t>(t->local_size_));
   for (int p = 0; p < t->local_size_; ++p) {
     char *at = window.parts[static_cast<std::size_t>(p)];
     Part &part = t->parts_[static_cast<std::size_t>(p)];
@@ -109,7 +110,13 @@ char *ShmTransport::result_slot(int p, std::uint64_t tick) const {
 const char *ShmTransport::locate(int p, const Source &source, const char *slot, std::size_t in_slot,
                                  std::size_t in_buffer, std::size_t esize) const {
   if (source.id == kInSlot) return slot + in_slot * esize;
-  return memory_->address(SharedSpot{static_cast<int>(source.id), source.offset + in_buffer * esize}, p);
+  // The peer's part of a pg_mem_alloc buffer: found once, not per piece (Memory::address locks).
+  Resolved &r = resolved_[static_cast<std::size_t>(p)];
+  if (r.id != source.id) {
+    r.base = memory_->address(SharedSpot{static_cast<int>(source.id), 0}, p);
+    r.id = source.id;
+  }
+  return r.base + source.offset + in_buffer * esize;
 }
 
 bool ShmTransport::try_publish(const Plan &plan, std::size_t k) {

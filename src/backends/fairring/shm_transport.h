@@ -87,6 +87,12 @@ class ShmTransport final : public NodeTransport {
   std::size_t slot_bytes_ = 0;
   std::vector<Part> parts_;
   const Memory *memory_ = nullptr;
+  // Each peer's part of the pg_mem_alloc buffer it published last (ids are never reused).
+  struct Resolved {
+    std::int64_t id = -1;
+    char *base = nullptr;
+  };
+  mutable std::vector<Resolved> resolved_;
 };
 
 }  // namespace pg::fairring
