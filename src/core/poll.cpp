@@ -1,6 +1,7 @@
 #include "core/poll.h"
 
 #include <sched.h>
+#include <time.h>
 
 namespace pg {
 namespace {
@@ -14,14 +15,24 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins before the first yield: a peer's reply often comes within this.
-constexpr int kSpins = 100;
+// Spins before the first yield: a peer's reply often comes within this. Then
+// yields; past kYields the core is given away for a moment (a peer on the same
+// core needs it: yielding alone hands it back at once when the scheduler
+// prefers the waiter).
+constexpr int kSpins = 100, kYields = 200;
 
 }  // namespace
 
 void Backoff::idle() {
-  if (++idle_ < kSpins) cpu_relax();
-  else sched_yield();
+  ++idle_;
+  if (idle_ < kSpins) {
+    cpu_relax();
+  } else if (idle_ < kSpins + kYields) {
+    sched_yield();
+  } else {
+    const struct timespec pause = {0, 20000};
+    nanosleep(&pause, nullptr);
+  }
 }
 
 void check_watchdog(const Until &until) {

@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
     const int n = argc > 2 ? atoi(argv[2]) : 50;
     for (int i = 0; i < n; ++i) allreduce_checked(s, 2);
   } else if (backend) {
-    /* 64 KiB: above fairring's flat threshold. */
+    /* 64 KiB: fairring's fast path by default, or the algorithm PGS_FAIRRING_ALGO forces. */
     const size_t n = 8192;
     double *send = malloc(n * size * sizeof *send), *recv = malloc(n * size * sizeof *recv);
     for (size_t i = 0; i < n * size; ++i) send[i] = rank + (double)i;
