@@ -223,8 +223,8 @@ def bad_calls(c, rank, size, pgstrategy_torch):
         c.raises(lambda: dist.all_gather_into_tensor(torch.zeros(3 * size, device="cuda"), torch.zeros(3)),
                  "the output must be Float on cpu", "all_gather_into_tensor from cpu into cuda")
     rows = torch.zeros(size + 1)
-    c.raises(lambda: dist.all_to_all_single(torch.zeros(size + 1), rows, [1] * (size - 1) + [2],
-                                            [1] * (size - 1) + [2]), "uneven", "all_to_all_single, uneven splits")
+    c.raises(lambda: dist.all_to_all_single(torch.zeros(size + 1), rows, [1] * (size - 1) + [2], [1] * size),
+             "add up to", "all_to_all_single, splits that do not add up to the rows")
     c.raises(lambda: dist.new_group(list(range(size)), pg_options=pgstrategy_torch.Options(backend="nosuch")),
              "PG_ERR_UNKNOWN_BACKEND", "a group on a backend that does not exist")
     c.raises(lambda: dist.new_group(list(range(size)), pg_options=object()), "must be pgstrategy_torch.Options",

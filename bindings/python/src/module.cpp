@@ -95,7 +95,11 @@ PYBIND11_MODULE(_C, m) {
            py::call_guard<py::gil_scoped_release>())
       .def("describe", &ProcessGroup::describe, py::arg("device") = "cpu",
            "pg_strategy_describe of the group's strategy for the device: backend and why, layout",
-           py::call_guard<py::gil_scoped_release>());
+           py::call_guard<py::gil_scoped_release>())
+      // torch asks the ranks outside a new subgroup to take part in the
+      // parent's split; subgroups are made over their members only (split).
+      .def("perform_nocolor_split", [](ProcessGroup &, const py::object &) {}, py::arg("device"),
+           "Nothing: a subgroup is made by its members alone");
 
   m.def("shutdown", &pgstrategy_torch::shutdown_all,
         "Stops the completion thread and destroys every group's strategies (interpreter exit)",

@@ -110,6 +110,73 @@ void check_list(const std::vector<at::Tensor> &parts, std::size_t expected, cons
   }
 }
 
+// A list of `expected` tensors of one dtype and device, of any sizes.
+void check_uneven_list(const std::vector<at::Tensor> &parts, std::size_t expected, const at::Tensor &like,
+                       const char *what) {
+  if (parts.size() != expected)
+    raise(c10::str("pgstrategy ", what, ": expected a list of ", expected, " tensors; got ", parts.size()));
+  for (const at::Tensor &p : parts) {
+    checked(p, what);
+    if (p.scalar_type() != like.scalar_type() || p.device() != like.device())
+      raise(c10::str("pgstrategy ", what, ": every tensor of the list must be ", like.scalar_type(), " on ",
+                     like.device(), "; got ", p.scalar_type(), " on ", p.device()));
+  }
+}
+
+// The element counts of `parts` and where each starts once they are joined.
+struct Layout {
+  std::vector<std::size_t> counts, displs;
+  bool even = true;  // every count the same
+};
+
+Layout layout_of(const std::vector<at::Tensor> &parts) {
+  Layout l;
+  std::size_t at = 0;
+  for (const at::Tensor &p : parts) {
+    l.counts.push_back(static_cast<std::size_t>(p.numel()));
+    l.displs.push_back(at);
+    at += l.counts.back();
+    l.even = l.even && l.counts.back() == l.counts.front();
+  }
+  return l;
+}
+
+// all_to_all_single's blocks of `t`, cut along its first dimension by
+// `splits` (rows per rank; empty: equal parts).
+Layout split_rows(const at::Tensor &t, const std::vector<int64_t> &splits, int size, const char *side) {
+  const char *what = "all_to_all_single";
+  if (t.dim() == 0) raise(c10::str("pgstrategy ", what, ": the ", side, " must have a first dimension to split"));
+  const int64_t rows = t.size(0), row = rows == 0 ? 0 : t.numel() / rows;
+  Layout l;
+  if (splits.empty()) {
+    if (rows % size != 0)
+      raise(c10::str("pgstrategy ", what, ": the ", side, " has ", rows, " rows, which do not split into ", size,
+                     " equal parts; give ", side, "_split_sizes"));
+    l.counts.assign(static_cast<std::size_t>(size), static_cast<std::size_t>(rows / size * row));
+  } else {
+    if (static_cast<int>(splits.size()) != size)
+      raise(c10::str("pgstrategy ", what, ": ", side, "_split_sizes has ", splits.size(), " entries; expected one per rank (",
+                     size, ")"));
+    int64_t total = 0;
+    for (std::size_t r = 0; r < splits.size(); ++r) {
+      if (splits[r] < 0)
+        raise(c10::str("pgstrategy ", what, ": ", side, "_split_sizes[", r, "] is ", splits[r], "; sizes are rows, >= 0"));
+      total += splits[r];
+      l.counts.push_back(static_cast<std::size_t>(splits[r] * row));
+    }
+    if (total != rows)
+      raise(c10::str("pgstrategy ", what, ": ", side, "_split_sizes [", c10::Join(", ", splits), "] add up to ", total,
+                     " rows; the ", side, " has ", rows));
+  }
+  std::size_t at = 0;
+  for (std::size_t c : l.counts) {
+    l.displs.push_back(at);
+    at += c;
+    l.even = l.even && c == l.counts.front();
+  }
+  return l;
+}
+
 // --- staging: what the library reads and writes for a tensor ---------------
 
 // The tensor itself when contiguous, else a contiguous copy.
@@ -382,8 +449,12 @@ c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
 ProcessGroup::ProcessGroup(int rank, int size, const std::vector<int64_t> &global_ranks, std::string backend,
                            std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size),
-      comm_(std::make_shared<Comm>(rank, size, global_ranks, std::move(backend))),
-      timeout_(timeout) {
+      comm_(std::make_shared<Comm>(rank, size, global_ranks, backend)),
+      timeout_(timeout),
+      backend_(std::move(backend)),
+      world_ranks_(global_ranks) {
+  if (world_ranks_.empty())
+    for (int r = 0; r < size; ++r) world_ranks_.push_back(r);
   std::lock_guard<std::mutex> lock(g_comms_mutex);
   g_comms.erase(std::remove_if(g_comms.begin(), g_comms.end(), [](const auto &c) { return c.expired(); }),
                 g_comms.end());
@@ -502,13 +573,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather(std::vector<std::vector<a
                                                        const c10d::AllgatherOptions &opts) {
   const at::Tensor &in = single(inputs, "allgather");
   if (outputs.size() != 1) raise(c10::str("pgstrategy allgather: expected one output list; got ", outputs.size()));
-  check_list(outputs[0], static_cast<std::size_t>(size_), in, "allgather");
+  // Tensors of different sizes per rank: an allgatherv into the joined list.
+  check_uneven_list(outputs[0], static_cast<std::size_t>(size_), in, "allgather");
+  const Layout l = layout_of(outputs[0]);
+  if (l.counts[static_cast<std::size_t>(rank_)] != count_of(in))
+    raise(c10::str("pgstrategy allgather: this rank's tensor has ", in.numel(), " elements but its place in the output list (",
+                   rank_, ") has ", l.counts[static_cast<std::size_t>(rank_)]));
   Operation op = operation("allgather", c10d::OpType::ALLGATHER, in.device(), opts.timeout);
   const void *send = readable(op, in).data_ptr();
   void *recv = split_back(op, outputs[0]).data_ptr();
   op.outputs = outputs[0];
   const std::size_t n = count_of(in);
   const pg_dtype dt = dtype_of(in, op.name);
+  if (!l.even)
+    return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
+      const std::size_t *c = l.counts.data(), *d = l.displs.data();
+      return w ? pg_iallgatherv(s, send, n, recv, c, d, dt, w) : pg_allgatherv(s, send, n, recv, c, d, dt);
+    });
   return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
     return w ? pg_iallgather(s, send, recv, n, dt, w) : pg_allgather(s, send, recv, n, dt);
   });
@@ -536,7 +617,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter(std::vector<at::Tens
                                                             const c10d::ReduceScatterOptions &opts) {
   const at::Tensor &out = single(outputs, "reduce_scatter");
   if (inputs.size() != 1) raise(c10::str("pgstrategy reduce_scatter: expected one input list; got ", inputs.size()));
-  check_list(inputs[0], static_cast<std::size_t>(size_), out, "reduce_scatter");
+  // Tensors of different sizes per rank: a reduce_scatterv of the joined list.
+  check_uneven_list(inputs[0], static_cast<std::size_t>(size_), out, "reduce_scatter");
+  const Layout l = layout_of(inputs[0]);
+  if (l.counts[static_cast<std::size_t>(rank_)] != count_of(out))
+    raise(c10::str("pgstrategy reduce_scatter: the output has ", out.numel(), " elements but this rank's place in the input list (",
+                   rank_, ") has ", l.counts[static_cast<std::size_t>(rank_)]));
   Operation op = operation("reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, out, op.name);
   const void *send = joined(op, inputs[0]).data_ptr();
@@ -544,6 +630,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter(std::vector<at::Tens
   op.outputs = {out};
   const std::size_t n = count_of(out);
   const pg_dtype dt = dtype_of(out, op.name);
+  if (!l.even)
+    return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
+      const std::size_t *c = l.counts.data();
+      return w ? pg_ireduce_scatterv(s, send, recv, c, dt, rop, w) : pg_reduce_scatterv(s, send, recv, c, dt, rop);
+    });
   return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
     return w ? pg_ireduce_scatter(s, send, recv, n, dt, rop, w) : pg_reduce_scatter(s, send, recv, n, dt, rop);
   });
@@ -572,27 +663,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall_base(at::Tensor &output, a
                                                            std::vector<int64_t> &input_splits,
                                                            const c10d::AllToAllOptions &opts) {
   check_pair(output, input, "all_to_all_single");
-  // The library's alltoall sends the same count to every rank.
-  auto even = [&](const std::vector<int64_t> &splits, const at::Tensor &t) {
-    if (splits.empty()) return true;
-    for (int64_t rows : splits)
-      if (rows * size_ != t.size(0)) return false;
-    return static_cast<int>(splits.size()) == size_;
-  };
-  if (!even(input_splits, input) || !even(output_splits, output))
-    raise(c10::str("pgstrategy all_to_all_single: split sizes [", c10::Join(", ", input_splits), "] / [",
-                   c10::Join(", ", output_splits), "] are uneven; only equal splits (or none) are supported"));
-  if (input.numel() % size_ != 0 || output.numel() != input.numel())
-    raise(c10::str("pgstrategy all_to_all_single: input and output must hold the same multiple of ", size_,
-                   " elements; got ", input.numel(), " and ", output.numel()));
+  const Layout in = split_rows(input, input_splits, size_, "input");
+  const Layout out = split_rows(output, output_splits, size_, "output");
   Operation op = operation("all_to_all_single", c10d::OpType::ALLTOALL_BASE, input.device(), opts.timeout);
   const void *send = readable(op, input).data_ptr();
   void *recv = writable(op, output).data_ptr();
   op.outputs = {output};
-  const std::size_t n = count_of(input) / static_cast<std::size_t>(size_);
   const pg_dtype dt = dtype_of(input, op.name);
+  if (in.even && out.even && in.counts[0] == out.counts[0]) {
+    const std::size_t n = in.counts[0];
+    return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
+      return w ? pg_ialltoall(s, send, recv, n, dt, w) : pg_alltoall(s, send, recv, n, dt);
+    });
+  }
+  // Uneven splits (expert dispatch): the library's alltoallv.
   return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
-    return w ? pg_ialltoall(s, send, recv, n, dt, w) : pg_alltoall(s, send, recv, n, dt);
+    const std::size_t *sc = in.counts.data(), *sd = in.displs.data(), *rc = out.counts.data(), *rd = out.displs.data();
+    return w ? pg_ialltoallv(s, send, sc, sd, recv, rc, rd, dt, w) : pg_alltoallv(s, send, sc, sd, recv, rc, rd, dt);
   });
 }
 
@@ -601,17 +688,146 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall(std::vector<at::Tensor> &o
                                                       const c10d::AllToAllOptions &opts) {
   if (inputs.empty()) raise("pgstrategy all_to_all: no input tensors");
   const at::Tensor &like = checked(inputs[0], "all_to_all");
-  check_list(inputs, static_cast<std::size_t>(size_), like, "all_to_all");
-  check_list(outputs, static_cast<std::size_t>(size_), like, "all_to_all");
+  check_uneven_list(inputs, static_cast<std::size_t>(size_), like, "all_to_all");
+  check_uneven_list(outputs, static_cast<std::size_t>(size_), like, "all_to_all");
+  const Layout in = layout_of(inputs), out = layout_of(outputs);
   Operation op = operation("all_to_all", c10d::OpType::ALLTOALL, like.device(), opts.timeout);
   const void *send = joined(op, inputs).data_ptr();
   void *recv = split_back(op, outputs).data_ptr();
   op.outputs = outputs;
-  const std::size_t n = count_of(like);
   const pg_dtype dt = dtype_of(like, op.name);
+  if (in.even && out.even && in.counts[0] == out.counts[0]) {
+    const std::size_t n = count_of(like);
+    return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
+      return w ? pg_ialltoall(s, send, recv, n, dt, w) : pg_alltoall(s, send, recv, n, dt);
+    });
+  }
+  // Tensors of different sizes: the library's alltoallv over the joined lists.
   return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
-    return w ? pg_ialltoall(s, send, recv, n, dt, w) : pg_alltoall(s, send, recv, n, dt);
+    const std::size_t *sc = in.counts.data(), *sd = in.displs.data(), *rc = out.counts.data(), *rd = out.displs.data();
+    return w ? pg_ialltoallv(s, send, sc, sd, recv, rc, rd, dt, w) : pg_alltoallv(s, send, sc, sd, recv, rc, rd, dt);
   });
+}
+
+namespace {
+
+// The tensors of a coalesced call: pairs of one dtype and device, the output
+// `ratio` times the input (allgather) or the input `ratio` times the output
+// (reduce_scatter).
+void check_coalesced(const std::vector<at::Tensor> &outputs, const std::vector<at::Tensor> &inputs, int64_t out_per_in,
+                     int64_t in_per_out, const char *what) {
+  if (inputs.empty() || inputs.size() != outputs.size())
+    raise(c10::str("pgstrategy ", what, ": expected as many outputs as inputs, at least one; got ", outputs.size(),
+                   " and ", inputs.size()));
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    check_pair(outputs[k], inputs[k], what);
+    if (inputs[k].scalar_type() != inputs[0].scalar_type() || inputs[k].device() != inputs[0].device())
+      raise(c10::str("pgstrategy ", what, ": every tensor must be ", inputs[0].scalar_type(), " on ", inputs[0].device(),
+                     "; tensor ", k, " is ", inputs[k].scalar_type(), " on ", inputs[k].device()));
+    if (outputs[k].numel() * in_per_out != inputs[k].numel() * out_per_in)
+      raise(c10::str("pgstrategy ", what, ": tensor ", k, ": the ", out_per_in > 1 ? "output" : "input", " must hold ",
+                     out_per_in > 1 ? out_per_in : in_per_out, " x ", out_per_in > 1 ? inputs[k].numel() : outputs[k].numel(),
+                     " elements; got ", out_per_in > 1 ? outputs[k].numel() : inputs[k].numel()));
+  }
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                                             std::vector<at::Tensor> &inputs,
+                                                                             const c10d::AllgatherOptions &opts) {
+  const char *what = "allgather_into_tensor_coalesced";
+  check_coalesced(outputs, inputs, size_, 1, what);
+  if (inputs.size() == 1) return _allgather_base(outputs[0], inputs[0], opts);
+  // The inputs joined (N elements), one allgather of N per rank, then rank
+  // r's piece of each input to its place in that input's output.
+  Operation op = operation(what, c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, inputs[0].device(), opts.timeout);
+  at::Tensor send = joined(op, inputs);
+  const int64_t n = send.numel(), p = size_;
+  at::Tensor all = at::empty({p * n}, send.options());
+  op.keep.push_back(all);
+  op.outputs = outputs;
+  std::vector<int64_t> sizes;
+  for (const at::Tensor &t : inputs) sizes.push_back(t.numel());
+  op.finish.push_back([all, outputs, sizes, n, p] {
+    const at::Tensor by_rank = all.view({p, n});
+    int64_t at = 0;
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      outputs[k].copy_(by_rank.narrow(1, at, sizes[k]).reshape(outputs[k].sizes()));
+      at += sizes[k];
+    }
+  });
+  const void *sb = send.data_ptr();
+  void *rb = all.data_ptr();
+  const pg_dtype dt = dtype_of(inputs[0], what);
+  const std::size_t count = static_cast<std::size_t>(n);
+  return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
+    return w ? pg_iallgather(s, sb, rb, count, dt, w) : pg_allgather(s, sb, rb, count, dt);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                                             std::vector<at::Tensor> &inputs,
+                                                                             const c10d::ReduceScatterOptions &opts) {
+  const char *what = "reduce_scatter_tensor_coalesced";
+  check_coalesced(outputs, inputs, 1, size_, what);
+  if (inputs.size() == 1) return _reduce_scatter_base(outputs[0], inputs[0], opts);
+  // Rank r's block of every input, joined, for r in rank order (M elements
+  // per rank); one reduce_scatter of M; then this rank's M to the outputs.
+  Operation op = operation(what, c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, inputs[0].device(), opts.timeout);
+  const pg_op rop = op_of(opts.reduceOp, inputs[0], what);
+  std::vector<int64_t> sizes;
+  std::vector<at::Tensor> blocks;
+  int64_t m = 0;
+  for (const at::Tensor &t : outputs) {
+    sizes.push_back(t.numel());
+    m += t.numel();
+  }
+  for (int64_t r = 0; r < size_; ++r)
+    for (std::size_t k = 0; k < inputs.size(); ++k) blocks.push_back(inputs[k].reshape({-1}).narrow(0, r * sizes[k], sizes[k]));
+  at::Tensor send = at::cat(blocks);
+  at::Tensor mine = at::empty({m}, send.options());
+  op.keep.push_back(send);
+  op.keep.push_back(mine);
+  op.outputs = outputs;
+  op.finish.push_back([mine, outputs, sizes] {
+    int64_t at = 0;
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      outputs[k].copy_(mine.narrow(0, at, sizes[k]).view(outputs[k].sizes()));
+      at += sizes[k];
+    }
+  });
+  const void *sb = send.data_ptr();
+  void *rb = mine.data_ptr();
+  const pg_dtype dt = dtype_of(inputs[0], what);
+  const std::size_t count = static_cast<std::size_t>(m);
+  return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
+    return w ? pg_ireduce_scatter(s, sb, rb, count, dt, rop, w) : pg_reduce_scatter(s, sb, rb, count, dt, rop);
+  });
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroup::getBackendOptions() {
+  auto options = c10::make_intrusive<c10d::Backend::Options>(getBackendName(), timeout_);
+  for (int64_t r : world_ranks_) options->global_ranks_in_group.push_back(static_cast<uint64_t>(r));
+  return options;
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroup::split(const c10::intrusive_ptr<c10d::Store> &,
+                                                      const std::vector<int> &ranks,
+                                                      const c10::intrusive_ptr<c10d::Backend::Options> &opts) {
+  // `ranks`: members, as ranks of this group; the subgroup's rank is this
+  // rank's place among them.
+  std::vector<int64_t> world;
+  int mine = -1;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= size_)
+      raise(c10::str("pgstrategy split: rank ", ranks[i], " is not in this group of ", size_));
+    if (ranks[i] == rank_) mine = static_cast<int>(i);
+    world.push_back(world_ranks_[static_cast<std::size_t>(ranks[i])]);
+  }
+  if (mine < 0) raise(c10::str("pgstrategy split: this rank (", rank_, ") is not among the members"));
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  return c10::make_intrusive<ProcessGroup>(mine, static_cast<int>(ranks.size()), world, backend_, timeout);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::gather(std::vector<std::vector<at::Tensor>> &outputs,

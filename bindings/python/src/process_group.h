@@ -132,6 +132,14 @@ class ProcessGroup final : public c10d::Backend {
   ~ProcessGroup() override;
 
   const std::string getBackendName() const override { return "pgstrategy"; }
+  // Subgroups from this group's communicator (MPI_Comm_create_group over the
+  // members only): torch's split_group, and new_group and DeviceMesh when the
+  // default group is bound to a device.
+  bool supportsSplitting() const override { return true; }
+  // What torch hands a split: the timeout; the pgstrategy backend is the group's own.
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store> &store, const std::vector<int> &ranks,
+                                          const c10::intrusive_ptr<c10d::Backend::Options> &opts) override;
   // torch.distributed.destroy_process_group: the strategies go now.
   void shutdown() override;
   std::string describe(const std::string &device);
@@ -149,6 +157,13 @@ class ProcessGroup final : public c10d::Backend {
                                            const c10d::AllgatherOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
                                                  const c10d::AllgatherOptions &opts) override;
+  // FSDP2's coalesced forms: one collective over the tensors packed together.
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                                 std::vector<at::Tensor> &inputs,
+                                                                 const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                                 std::vector<at::Tensor> &inputs,
+                                                                 const c10d::ReduceScatterOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
                                                 std::vector<std::vector<at::Tensor>> &inputs,
                                                 const c10d::ReduceScatterOptions &opts) override;
@@ -178,6 +193,8 @@ class ProcessGroup final : public c10d::Backend {
 
   std::shared_ptr<Comm> comm_;
   std::chrono::milliseconds timeout_;
+  std::string backend_;              // the pgstrategy backend asked for ("": the default rule)
+  std::vector<int64_t> world_ranks_; // this group's ranks in MPI_COMM_WORLD, in group order
 };
 
 // Interpreter exit (called from Python's atexit, before Python tears down):
