@@ -1,5 +1,6 @@
 """Data-parallel training over the torch.distributed backend "pgstrategy".
 
+    torchrun --nproc-per-node 4 ddp_train.py                  # MPI brought up by the library itself
     mpiexec -n 4 python ddp_train.py                          # mpi underneath (CPU default)
     PGS_BACKEND=cpu:fairring mpiexec -n 4 python ddp_train.py  # another algorithm, same code
     srun --mpi=pmi2 -n 4 python ddp_train.py                   # under Slurm

@@ -1,5 +1,7 @@
 """A Lightning model trained over the torch.distributed backend "pgstrategy".
 
+    python lightning_train.py --devices 2                         # Lightning starts the second process itself
+    torchrun --nproc-per-node 2 lightning_train.py
     mpiexec -n 2 python lightning_train.py                       # DDPStrategy(process_group_backend="pgstrategy")
     mpiexec -n 2 python lightning_train.py --strategy ddp_pgstrategy   # the registered strategy name
     PGS_BACKEND=cpu:fairring mpiexec -n 2 python lightning_train.py
@@ -8,7 +10,9 @@
 
 Lightning finds the ranks through mpi4py under mpiexec (MPIEnvironment) and
 through Slurm's variables under srun (which wants --ntasks-per-node);
-`devices` must be the ranks per node.
+`devices` must be the ranks per node. Without an MPI launcher the backend
+brings MPI up itself (docs/launch.md); importing pgstrategy_torch before the
+Trainer is built keeps Lightning's MPI detection from initializing MPI first.
 """
 
 import argparse
@@ -50,10 +54,12 @@ def main():
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=32)
 
     devices = args.devices
-    if devices is None:
+    if devices is None and pgstrategy_torch.mpi_launcher():
         from mpi4py import MPI  # noqa: PLC0415 - only under mpiexec
 
         devices = MPI.COMM_WORLD.Get_size()
+    elif devices is None:
+        devices = int(os.environ.get("LOCAL_WORLD_SIZE", 2))  # torchrun's, else 2 processes
     trainer = L.Trainer(accelerator="cpu", devices=devices, strategy=strategy, max_epochs=args.epochs,
                         logger=False, enable_checkpointing=False, enable_model_summary=False)
     trainer.fit(Regression(), loader)

@@ -293,6 +293,17 @@ PY
     torchrun 2 --no-python "$LAUNCH_JOB"
     expect "$out/torchrun.out" "MASTER_ADDR:MASTER_PORT is torchrun's own store.*PGS_BOOTSTRAP_ADDR" \
       "without PGS_BOOTSTRAP_ADDR the C path says what to set" ;;
+  torchrun_bundled)
+    needs_torch
+    # The package pip built with libpgstrategy inside (launch.pip_bundled), alone on the path.
+    [ -f "$SITE/pgstrategy_torch/libpgstrategy.so" ] || { bad "no libpgstrategy.so in $SITE/pgstrategy_torch"; exit 1; }
+    BUILD_PYTHONPATH=$SITE torchrun 2 "$SCRIPTS/torch_job.py"
+    expect_rc 0 0 "torchrun succeeds with the bundled library"
+    for r in 0 1; do expect "$out/torchrun.out" "torch_job: rank $r of 2, backend 'mpi' (device default): OK" "rank $r"; done
+    env PYTHONPATH="$SITE" "$PYTHON" -c "import pgstrategy_torch
+print(next(l.split()[-1] for l in open('/proc/self/maps') if 'libpgstrategy' in l))" >"$out/which" 2>&1
+    cat "$out/which"
+    expect "$out/which" "^$SITE/pgstrategy_torch/libpgstrategy.so$" "the module loads the library beside it" ;;
   # -- Lightning's own launcher ----------------------------------------------------
   lightning_mpi4py | lightning_no_mpi4py)
     needs_torch

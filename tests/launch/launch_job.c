@@ -11,6 +11,7 @@
  *   --die R     rank R kills itself (SIGKILL) in the middle of the allreduces
  *   --abort R   rank R calls MPI_Abort(MPI_COMM_WORLD, 7)
  *   --hold S    every rank runs allreduces for S seconds before finishing
+ *   --big       also a 16 MiB allreduce, checked (across hosts: bytes on the links)
  *   --mpi-first the program calls MPI_Init itself before the library can
  * Exit status 0 when every check passed on every rank. */
 #include <mpi.h>
@@ -61,15 +62,16 @@ static void spin(pg_strategy *s, int rank, int die, int abort_rank) {
 }
 
 int main(int argc, char **argv) {
-  int die = -1, abort_rank = -1, mpi_first = 0;
+  int die = -1, abort_rank = -1, mpi_first = 0, big = 0;
   double hold = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--die") && i + 1 < argc) die = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--abort") && i + 1 < argc) abort_rank = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--hold") && i + 1 < argc) hold = atof(argv[++i]);
     else if (!strcmp(argv[i], "--mpi-first")) mpi_first = 1;
+    else if (!strcmp(argv[i], "--big")) big = 1;
     else {
-      fprintf(stderr, "usage: %s [--die R] [--abort R] [--hold S] [--mpi-first]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--die R] [--abort R] [--hold S] [--big] [--mpi-first]\n", argv[0]);
       return 2;
     }
   }
@@ -98,6 +100,18 @@ int main(int argc, char **argv) {
       EXPECT(0, "allreduce element %d is %d", i, out[i]);
       break;
     }
+  if (big) {
+    const size_t n = (size_t)4 << 20;
+    int *v = malloc(n * sizeof(int));
+    for (size_t i = 0; i < n; ++i) v[i] = rank + (int)(i % 1000);
+    EXPECT(pg_allreduce(s, v, v, n, PG_INT32, PG_SUM) == PG_OK, "big allreduce: %s", pg_last_error());
+    for (size_t i = 0; i < n; ++i)
+      if (v[i] != size * (size - 1) / 2 + size * (int)(i % 1000)) {
+        EXPECT(0, "big allreduce element %zu is %d", i, v[i]);
+        break;
+      }
+    free(v);
+  }
   int token = rank == size - 1 ? 4242 : -1;
   EXPECT(pg_broadcast(s, &token, 1, PG_INT32, size - 1) == PG_OK && token == 4242, "broadcast gave %d", token);
   int *all = malloc(sizeof(int) * (size_t)size);
@@ -107,9 +121,12 @@ int main(int argc, char **argv) {
   EXPECT(pg_barrier(s) == PG_OK, "barrier: %s", pg_last_error());
 
   if (die >= 0 || abort_rank >= 0) spin(s, rank, die, abort_rank);
+  /* Rank 0's clock decides, so every rank makes the same number of calls. */
   const double end = MPI_Wtime() + hold;
-  int one = 1, total = 0;
-  while (MPI_Wtime() < end) pg_allreduce(s, &one, &total, 1, PG_INT32, PG_SUM);
+  for (int more = hold > 0;;) {
+    int going = rank == 0 && MPI_Wtime() < end;
+    if (!more || pg_allreduce(s, &going, &more, 1, PG_INT32, PG_SUM) != PG_OK || !more) break;
+  }
 
   int failed = 0;
   MPI_Allreduce(&failures, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -29,6 +29,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--die", type=int, default=-1, help="this rank kills itself among allreduces")
     parser.add_argument("--time", action="store_true", help="print the seconds from process start to the first allreduce")
+    parser.add_argument("--big", action="store_true", help="also a 16 MiB allreduce, and the full description")
     args = parser.parse_args()
     failures = []
 
@@ -37,6 +38,7 @@ def main():
             failures.append(what)
             print(f"torch_job: FAIL: {what}", flush=True)
 
+    pgstrategy_torch.mpi_env()  # under mpiexec (the benchmark's baseline): torch's ranks from MPI; else nothing
     dist.init_process_group("pgstrategy")
     rank, size = dist.get_rank(), dist.get_world_size()
     t = torch.full((1000,), float(rank + 1))
@@ -55,6 +57,13 @@ def main():
     check("PMI_FD" not in os.environ, "PMI_FD is still set after MPI came up")
     described = pgstrategy_torch.describe()
     check(f"rank {rank} of {size}" in described, f"describe() says {described!r}")
+
+    if args.big:
+        big = torch.arange(4 << 20, dtype=torch.int32) % 1000 + rank
+        dist.all_reduce(big)
+        want = (torch.arange(4 << 20, dtype=torch.int32) % 1000) * size + size * (size - 1) // 2
+        check(torch.equal(big, want), "the 16 MiB allreduce")
+        print(f"torch_job: rank {rank}: {described}", flush=True)
 
     token = torch.tensor([rank * 10 + 7 if rank == size - 1 else -1])
     dist.broadcast(token, size - 1)

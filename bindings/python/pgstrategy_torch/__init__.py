@@ -26,7 +26,7 @@ import torch.distributed as dist
 from . import _C
 from . import _launch
 
-__all__ = ["Options", "register", "mpi_env", "describe", "backends", "version", "dump_trace"]
+__all__ = ["Options", "register", "mpi_env", "mpi_launcher", "describe", "backends", "version", "dump_trace"]
 
 NAME = "pgstrategy"
 
@@ -100,6 +100,15 @@ def mpi_env():
         if not os.environ.get(name):
             os.environ[name] = str(value)
     return {name: os.environ[name] for name in _RENDEZVOUS}
+
+
+def mpi_launcher():
+    """The MPI launcher that started this process ("hydra", "openmpi", "slurm", ...), or "" when none did.
+
+    Without one (torchrun, Lightning's own launcher, plain copies), the first
+    group brings MPI up itself through torch's Store (docs/launch.md).
+    """
+    return _C.mpi_launcher()
 
 
 def describe(group=None, device="cpu"):

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The bootstrap against mpiexec (docs/launch.md, docs/performance.md):
+#
+# 1. Time from process start to the first completed allreduce of a torch
+#    script (tests/launch/torch_job.py --time: import torch and pgstrategy_torch,
+#    init_process_group("pgstrategy"), one allreduce), N = 2, 3, 4, under
+#    torchrun (MPI brought up by the library through torch's Store) and under
+#    mpiexec (MPI brought up by Hydra; mpi_env() gives torch the ranks), side by
+#    side: the slowest rank's time, median of RUNS jobs each.
+# 2. pg-bench's allreduce rows over the mpi and fairring backends, 2 ranks,
+#    started as plain copies (the bootstrap) and under mpiexec, side by side.
+#
+#   tools/pg-bench/compare/launch.sh BUILD_DIR [PYTHON]
+#
+# RUNS (default 5) jobs per cell of part 1. Prints two tables.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+python=${2:-$build/../.venv-torch/bin/python}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+runs=${RUNS:-5}
+job=$root/tests/launch/torch_job.py
+export PYTHONPATH=$build/python OMP_NUM_THREADS=1
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# The slowest rank's "first allreduce done T s after the process started".
+slowest() { grep -o "done [0-9.]* s" | awk '{ if ($2 > m) m = $2 } END { printf "%.2f", m }'; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+echo "== time from process start to the first allreduce (torch, slowest rank, median of $runs jobs)"
+printf '%4s %12s %12s %8s\n' N torchrun mpiexec ratio
+for n in 2 3 4; do
+  t_torchrun="" t_mpiexec=""
+  for ((i = 0; i < runs; ++i)); do
+    t_torchrun+=" $("$python" -m torch.distributed.run --nproc-per-node "$n" --master-port "$(free_port)" \
+      "$job" --time 2>/dev/null | slowest)"
+    t_mpiexec+=" $(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) mpiexec -n "$n" "$python" "$job" --time \
+      2>/dev/null | slowest)"
+  done
+  a=$(median <<<"$t_torchrun") b=$(median <<<"$t_mpiexec")
+  printf '%4d %10s s %10s s %7.2fx\n' "$n" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')"
+done
+
+echo
+echo "== pg-bench allreduce, 2 ranks: plain copies (the bootstrap) and mpiexec"
+bench=$build/tools/pg-bench/pg-bench
+args=(-b 8 -e 64M -f 8 -n 20 -w 5 -B mpi,fairring)
+port=$(free_port)
+RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$bench" "${args[@]}" >/dev/null &
+RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$bench" "${args[@]}" >"$build/launch-copies.txt"
+wait
+mpiexec -n 2 "$bench" "${args[@]}" >"$build/launch-mpiexec.txt"
+echo "-- plain copies"
+grep -E "^ *[0-9]|size" "$build/launch-copies.txt"
+echo "-- mpiexec"
+grep -E "^ *[0-9]|size" "$build/launch-mpiexec.txt"
