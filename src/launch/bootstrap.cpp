@@ -19,6 +19,7 @@
 #include "launch/auth.h"
 #include "launch/pmi.h"
 #include "launch/rendezvous.h"
+#include "launch/tcpstore.h"
 #include "launch/wire.h"
 #include "topology/machine.h"
 
@@ -288,6 +289,42 @@ pg_status refuse_open_mpi(int size) {
 #endif
 }
 
+// torchrun --no-python: MASTER_ADDR:MASTER_PORT is the agent's store. Rank 0
+// opens the rendezvous on a free port and publishes it there with a fresh
+// secret, under a key of this run and restart; the others read it.
+pg_status join_through_agent_store(const Job &job, const Settings &settings) {
+  Address store;
+  std::string what;
+  PG_CHECK(rendezvous_address(nullptr, settings, &store, &what));
+  const char *run = params::env("TORCHELASTIC_RUN_ID");
+  const char *restart = params::env("TORCHELASTIC_RESTART_COUNT");
+  const std::string key = std::string("/pgstrategy/bootstrap/") + (run ? run : "none") + "/" + (restart ? restart : "0");
+  std::string published;
+  if (job.rank == 0) {
+    const std::string secret = random_hex(32);
+    if (secret.empty()) return fail(PG_ERR_INTERNAL, "the kernel gave no random bytes (getrandom)");
+    Address at{address_toward(store.host), 0};
+    int fd = -1, port = 0;
+    std::string note;
+    PG_CHECK(listen_on(at, "the bootstrap's address", &fd, &port, &note));
+    at.port = port;
+    g_server = new Server(fd, job.size, secret, settings.timeout_s, at.text());
+    g_server->start();
+    published = at.text() + " " + secret;
+    PG_CHECK(store_set(store, key, published, settings.timeout_s));
+  } else {
+    PG_CHECK(store_get(store, key, settings.timeout_s, &published));
+  }
+  const std::size_t space = published.find(' ');
+  Address at;
+  std::string why;
+  if (space == std::string::npos || !parse_address(published.substr(0, space), &at, &why))
+    return fail(PG_ERR_STATE, "torchrun's store holds '%s' under %s, not a rendezvous address and secret",
+                text::printable(published).c_str(), key.c_str());
+  return join_at(job.rank, job.size, at, "the rendezvous (from torchrun's store)", published.substr(space + 1),
+                 settings.timeout_s, "torchrun", "");
+}
+
 }  // namespace
 
 void end_job(int code, const std::string &message) {
@@ -312,13 +349,7 @@ pg_status before_mpi_init() {
   PG_CHECK(refuse_open_mpi(job.size));
   Settings settings;
   PG_CHECK(read_settings(&settings));
-  if (job.agent_store && !settings.has_addr)
-    return fail(PG_ERR_INVALID_ARGUMENT,
-                "this torchrun worker (rank %d of %d) must bring MPI up, but MASTER_ADDR:MASTER_PORT is "
-                "torchrun's own store (TORCHELASTIC_USE_AGENT_STORE), which the library cannot serve its "
-                "rendezvous on: set PGS_BOOTSTRAP_ADDR=<rank 0's host>:<a free port> for every worker, or use "
-                "the torch backend (init_process_group(\"pgstrategy\"), which meets through torch's Store)",
-                job.rank, job.size);
+  if (job.agent_store && !settings.has_addr) return join_through_agent_store(job, settings);
   Address at;
   std::string what;
   PG_CHECK(rendezvous_address(nullptr, settings, &at, &what));

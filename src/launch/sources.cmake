@@ -9,5 +9,6 @@ set(PG_LAUNCH_SOURCES
   launch/pmi.cpp
   launch/rendezvous.cpp
   launch/settings.cpp
+  launch/tcpstore.cpp
   launch/wire.cpp
 )
