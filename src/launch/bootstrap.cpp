@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -175,9 +176,13 @@ void serve(Member *m) {
   }
 }
 
+// The process that joined: a child it forks (a DataLoader worker, os.fork)
+// shares its connections but is no member of the job.
+std::atomic<pid_t> g_pid{0};
+
 void at_exit() {
   Member *m = g_member;
-  if (!m) return;
+  if (!m || getpid() != g_pid.load()) return;
   m->exiting = true;
   m->send({"BYE"});
   if (g_server) g_server->wait_for_members();
@@ -267,9 +272,21 @@ pg_status join_at(int rank, int size, const Address &at, const std::string &what
   setenv("PMI_SIZE", std::to_string(size).c_str(), 1);
   m->env_set = true;
   g_rank = rank;
+  g_pid = getpid();
   g_member = m.release();
   static std::once_flag once;
-  std::call_once(once, [] { std::atexit(at_exit); });
+  std::call_once(once, [] {
+    std::atexit(at_exit);
+    // A forked child drops its copies of the connections, so that the
+    // rendezvous still notices when this process dies.
+    pthread_atfork(nullptr, nullptr, [] {
+      if (Member *member = g_member) {
+        ::close(member->tcp);
+        if (member->pmi >= 0) ::close(member->pmi);
+      }
+      if (Server *server = g_server) server->close_in_child();
+    });
+  });
   std::thread(serve, g_member).detach();
   PG_LOG(debug, "bootstrap: rank %d of %d joined the job at %s (%s)", rank, size, shown.c_str(), origin.c_str());
   return PG_OK;

@@ -46,7 +46,18 @@ Server::Server(int fd, int size, std::string secret, double timeout_s, std::stri
       shown_(std::move(shown)),
       kvsname_("pgs_" + random_hex(6)),
       rank_peer_(static_cast<std::size_t>(size), nullptr),
-      barrier_puts_(static_cast<std::size_t>(size)) {}
+      fds_(new std::atomic<int>[static_cast<std::size_t>(size) + 1]),
+      barrier_puts_(static_cast<std::size_t>(size)) {
+  for (int i = 0; i < size; ++i) fds_[i] = -1;
+  fds_[size] = fd;
+}
+
+void Server::close_in_child() {
+  for (int i = 0; i <= size_; ++i) {
+    const int fd = fds_[i].exchange(-1);
+    if (fd >= 0) ::close(fd);
+  }
+}
 
 void Server::start() {
   thread_ = std::thread(&Server::run, this);
@@ -60,6 +71,8 @@ std::string Server::who(const Peer &p) const {
 void Server::close_peer(Peer &p) {
   if (p.closed) return;
   p.closed = true;
+  if (p.joined && p.rank >= 0 && p.rank < size_ && rank_peer_[static_cast<std::size_t>(p.rank)] == &p)
+    fds_[p.rank] = -1;
   ::close(p.fd);
 }
 
@@ -149,6 +162,7 @@ void Server::on_hello(Peer &p, const Fields &f) {
     return;
   }
   rank_peer_[static_cast<std::size_t>(rank)] = &p;
+  fds_[rank] = p.fd;
   ++joined_;
   p.reader.set_limit(kMaxFrame);
   send_all(p.fd, frame({"WELCOME", proof(secret_, "welcome", f[2], p.nonce, f[4])}));
@@ -158,6 +172,7 @@ void Server::on_hello(Peer &p, const Fields &f) {
   const std::string message = frame(ready);
   for (Peer *q : rank_peer_) send_all(q->fd, message);
   ready_ = true;
+  fds_[size_] = -1;
   ::close(listen_fd_);
   listen_fd_ = -1;
   PG_LOG(debug, "bootstrap: all %d processes arrived at the rendezvous at %s", size_, shown_.c_str());
@@ -250,6 +265,7 @@ void Server::wait_failure_heard(double seconds) {
 
 void Server::stop() {
   for (auto &p : peers_) close_peer(*p);
+  fds_[size_] = -1;
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
   done_ = true;
@@ -262,7 +278,8 @@ void Server::end_all(int code, const std::string &message) {
     if (p->joined && !p->closed) {
       send_all(p->fd, out);
       shutdown(p->fd, SHUT_WR);
-      fds.push_back(pollfd{p->fd, POLLIN, 0});
+      // Rank 0's own process waits for this drain before it exits: not awaited.
+      if (p->rank != 0) fds.push_back(pollfd{p->fd, POLLIN, 0});
     }
   // Until each has read the news and closed (or exited), within the drain time.
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(

@@ -43,6 +43,9 @@ class Server {
   void wait_failure_heard(double seconds);
   // Waits (bounded) until the news of the job's end has gone out.
   void wait_drained(double seconds);
+  // In a child forked from rank 0: closes its copies of the members'
+  // connections, so that they still notice when rank 0 dies.
+  void close_in_child();
 
  private:
   struct Peer {
@@ -80,6 +83,9 @@ class Server {
   bool failed_ = false;  // the job cannot form: failure_ answers every member
   std::string failure_;
   std::atomic<int> heard_{0};  // processes told why the job cannot form
+  // The members' connections by rank and the listening socket last, readable
+  // without a lock (a fork may come at any time).
+  std::unique_ptr<std::atomic<int>[]> fds_;
   // The barrier in progress: what each rank put, and how many arrived.
   long epoch_ = 0;
   int in_barrier_ = 0;

@@ -12,6 +12,8 @@
  *   --abort R   rank R calls MPI_Abort(MPI_COMM_WORLD, 7)
  *   --hold S    every rank runs allreduces for S seconds before finishing
  *   --big       also a 16 MiB allreduce, checked (across hosts: bytes on the links)
+ *   --fork      every rank forks a child that lingers 5 s (a data loader's
+ *               worker): it must not keep a dead rank's connections open
  *   --mpi-first the program calls MPI_Init itself before the library can
  * Exit status 0 when every check passed on every rank. */
 #include <mpi.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pg_strategy.h"
@@ -45,7 +48,9 @@ static void spin(pg_strategy *s, int rank, int die, int abort_rank) {
   int value = 1, sum = 0;
   for (long i = 0;; ++i) {
     if (i == 50 && rank == die) {
-      printf("launch_job: rank %d kills itself\n", rank);
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      printf("launch_job: rank %d kills itself at %ld.%09ld\n", rank, (long)now.tv_sec, now.tv_nsec);
       fflush(stdout);
       kill(getpid(), SIGKILL);
     }
@@ -62,7 +67,7 @@ static void spin(pg_strategy *s, int rank, int die, int abort_rank) {
 }
 
 int main(int argc, char **argv) {
-  int die = -1, abort_rank = -1, mpi_first = 0, big = 0;
+  int die = -1, abort_rank = -1, mpi_first = 0, big = 0, fork_child = 0;
   double hold = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--die") && i + 1 < argc) die = atoi(argv[++i]);
@@ -70,8 +75,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--hold") && i + 1 < argc) hold = atof(argv[++i]);
     else if (!strcmp(argv[i], "--mpi-first")) mpi_first = 1;
     else if (!strcmp(argv[i], "--big")) big = 1;
+    else if (!strcmp(argv[i], "--fork")) fork_child = 1;
     else {
-      fprintf(stderr, "usage: %s [--die R] [--abort R] [--hold S] [--big] [--mpi-first]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--die R] [--abort R] [--hold S] [--big] [--fork] [--mpi-first]\n", argv[0]);
       return 2;
     }
   }
@@ -85,6 +91,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  if (fork_child && fork() == 0) {
+    sleep(5);
+    _exit(0);
+  }
   EXPECT(rank == env_int("RANK", rank), "rank %d, RANK=%s", rank, getenv("RANK"));
   EXPECT(size == env_int("WORLD_SIZE", size), "size %d, WORLD_SIZE=%s", size, getenv("WORLD_SIZE"));
   /* The bootstrap's PMI variables are gone once MPI is up. */
