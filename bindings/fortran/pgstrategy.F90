@@ -40,7 +40,20 @@
 !>       holds this rank's contribution on entry, the whole array is the result;
 !>     reduce_scatter: the array holds size*recvcount elements on entry, and the
 !>       result is in block rank+1 (elements rank*recvcount+1 ...) on return;
-!>     gather / scatter (at the root): the root's block stays in place.
+!>     gather / scatter (at the root): the root's block stays in place;
+!>     allgatherv, gatherv (at the root): the rank's block, at displs(rank+1),
+!>       holds its contribution on entry; scatterv (at the root): the root's
+!>       block stays where displs(root+1) puts it; reduce_scatterv: the
+!>       result lands in the rank's block; alltoallv: the array is input
+!>       (blocks at sdispls) and output (blocks at rdispls).
+!> - The uneven collectives (pg_allgatherv, pg_reduce_scatterv, pg_alltoallv,
+!>   pg_gatherv, pg_scatterv and their pg_i* twins) take count and displacement
+!>   arrays of integer(c_size_t), one entry per rank, with 0-based
+!>   displacements (in elements) as in MPI; the scalar counts are default
+!>   integers or integer(c_size_t). The arrays of gatherv and scatterv are read
+!>   at the root only (pass any array, a zero-size one, elsewhere). The
+!>   library copies the arrays: only the buffers must stay untouched until a
+!>   nonblocking work has finished.
 !>   Passing the block as a section, as in C, works too:
 !>     call pg_allgather(s, x(r*n+1:(r+1)*n), x, n, PG_FLOAT64)
 !> - Root-only buffers (reduce/gather recvbuf, scatter sendbuf) are not used on
@@ -131,6 +144,8 @@ module pgstrategy
   public :: pg_iallreduce, pg_ibroadcast, pg_ireduce, pg_iallgather, pg_ireduce_scatter
   public :: pg_ialltoall, pg_igather, pg_iscatter, pg_ibarrier, pg_isend, pg_irecv
   public :: pg_work_wait, pg_work_test, pg_work_free
+  public :: pg_allgatherv, pg_reduce_scatterv, pg_alltoallv, pg_gatherv, pg_scatterv
+  public :: pg_iallgatherv, pg_ireduce_scatterv, pg_ialltoallv, pg_igatherv, pg_iscatterv
 
   ! Counts: a default integer or an integer(c_size_t). The two specific procedures
   ! of each generic are one text, pgstrategy_counts.inc, included once per kind at
@@ -162,6 +177,12 @@ module pgstrategy
   PGF_COUNT_GENERIC(pg_iscatter)
   PGF_COUNT_GENERIC(pg_isend)
   PGF_COUNT_GENERIC(pg_irecv)
+  PGF_COUNT_GENERIC(pg_allgatherv)
+  PGF_COUNT_GENERIC(pg_gatherv)
+  PGF_COUNT_GENERIC(pg_scatterv)
+  PGF_COUNT_GENERIC(pg_iallgatherv)
+  PGF_COUNT_GENERIC(pg_igatherv)
+  PGF_COUNT_GENERIC(pg_iscatterv)
 #undef PGF_COUNT_GENERIC
 
   ! timeout_seconds: double precision or default real.
@@ -356,6 +377,130 @@ module pgstrategy
       integer(c_int), value :: dtype
       integer(c_int) :: pgf_allgather
     end function pgf_allgather
+
+    ! The uneven collectives: count and displacement arrays (integer(c_size_t),
+    ! one per rank, 0-based displacements) go to the shim as descriptors.
+    function pgf_allgatherv(s, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype) &
+        bind(C, name="pgf_allgatherv")
+      import :: c_int, c_ptr, c_long_long, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in) :: sendbuf
+      integer(c_long_long), value :: sendcount
+      type(*), dimension(..) :: recvbuf
+      integer(c_size_t), intent(in) :: recvcounts(:), displs(:)
+      integer(c_int), value :: dtype
+      integer(c_int) :: pgf_allgatherv
+    end function pgf_allgatherv
+
+    function pgf_reduce_scatterv(s, sendbuf, recvbuf, recvcounts, dtype, op) bind(C, name="pgf_reduce_scatterv")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in) :: sendbuf
+      type(*), dimension(..) :: recvbuf
+      integer(c_size_t), intent(in) :: recvcounts(:)
+      integer(c_int), value :: dtype, op
+      integer(c_int) :: pgf_reduce_scatterv
+    end function pgf_reduce_scatterv
+
+    function pgf_alltoallv(s, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype) &
+        bind(C, name="pgf_alltoallv")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in) :: sendbuf
+      integer(c_size_t), intent(in) :: sendcounts(:), sdispls(:)
+      type(*), dimension(..) :: recvbuf
+      integer(c_size_t), intent(in) :: recvcounts(:), rdispls(:)
+      integer(c_int), value :: dtype
+      integer(c_int) :: pgf_alltoallv
+    end function pgf_alltoallv
+
+    function pgf_gatherv(s, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root) &
+        bind(C, name="pgf_gatherv")
+      import :: c_int, c_ptr, c_long_long, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in) :: sendbuf
+      integer(c_long_long), value :: sendcount
+      type(*), dimension(..) :: recvbuf
+      integer(c_size_t), intent(in) :: recvcounts(:), displs(:)
+      integer(c_int), value :: dtype, root
+      integer(c_int) :: pgf_gatherv
+    end function pgf_gatherv
+
+    function pgf_scatterv(s, sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root) &
+        bind(C, name="pgf_scatterv")
+      import :: c_int, c_ptr, c_long_long, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in) :: sendbuf
+      integer(c_size_t), intent(in) :: sendcounts(:), displs(:)
+      type(*), dimension(..) :: recvbuf
+      integer(c_long_long), value :: recvcount
+      integer(c_int), value :: dtype, root
+      integer(c_int) :: pgf_scatterv
+    end function pgf_scatterv
+
+    function pgf_iallgatherv(s, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, work) &
+        bind(C, name="pgf_iallgatherv")
+      import :: c_int, c_ptr, c_long_long, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      integer(c_long_long), value :: sendcount
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_size_t), intent(in) :: recvcounts(:), displs(:)
+      integer(c_int), value :: dtype
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_iallgatherv
+    end function pgf_iallgatherv
+
+    function pgf_ireduce_scatterv(s, sendbuf, recvbuf, recvcounts, dtype, op, work) &
+        bind(C, name="pgf_ireduce_scatterv")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_size_t), intent(in) :: recvcounts(:)
+      integer(c_int), value :: dtype, op
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_ireduce_scatterv
+    end function pgf_ireduce_scatterv
+
+    function pgf_ialltoallv(s, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, work) &
+        bind(C, name="pgf_ialltoallv")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      integer(c_size_t), intent(in) :: sendcounts(:), sdispls(:)
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_size_t), intent(in) :: recvcounts(:), rdispls(:)
+      integer(c_int), value :: dtype
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_ialltoallv
+    end function pgf_ialltoallv
+
+    function pgf_igatherv(s, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root, work) &
+        bind(C, name="pgf_igatherv")
+      import :: c_int, c_ptr, c_long_long, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      integer(c_long_long), value :: sendcount
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_size_t), intent(in) :: recvcounts(:), displs(:)
+      integer(c_int), value :: dtype, root
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_igatherv
+    end function pgf_igatherv
+
+    function pgf_iscatterv(s, sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root, work) &
+        bind(C, name="pgf_iscatterv")
+      import :: c_int, c_ptr, c_long_long, c_size_t
+      type(c_ptr), value :: s
+      type(*), dimension(..), intent(in), asynchronous :: sendbuf
+      integer(c_size_t), intent(in) :: sendcounts(:), displs(:)
+      type(*), dimension(..), asynchronous :: recvbuf
+      integer(c_long_long), value :: recvcount
+      integer(c_int), value :: dtype, root
+      type(c_ptr), intent(out) :: work
+      integer(c_int) :: pgf_iscatterv
+    end function pgf_iscatterv
 
     function pgf_reduce_scatter(s, sendbuf, recvbuf, recvcount, dtype, op) &
         bind(C, name="pgf_reduce_scatter")
@@ -813,7 +958,58 @@ contains
     call finish(pgf_barrier(s%handle), "pg_barrier", ierr)
   end subroutine pg_barrier
 
+  ! The uneven collectives without a scalar count (the others are in
+  ! pgstrategy_counts.inc): count and displacement arrays integer(c_size_t),
+  ! one entry per rank, displacements 0-based as in MPI.
+
+  subroutine pg_reduce_scatterv(s, sendbuf, recvbuf, recvcounts, dtype, op, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in) :: sendbuf
+    type(*), dimension(..) :: recvbuf
+    integer(c_size_t), intent(in) :: recvcounts(:)
+    integer, intent(in) :: dtype, op
+    integer, intent(out), optional :: ierr
+    call finish(pgf_reduce_scatterv(s%handle, sendbuf, recvbuf, recvcounts, dtype, op), "pg_reduce_scatterv", ierr)
+  end subroutine pg_reduce_scatterv
+
+  subroutine pg_alltoallv(s, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in) :: sendbuf
+    integer(c_size_t), intent(in) :: sendcounts(:), sdispls(:)
+    type(*), dimension(..) :: recvbuf
+    integer(c_size_t), intent(in) :: recvcounts(:), rdispls(:)
+    integer, intent(in) :: dtype
+    integer, intent(out), optional :: ierr
+    call finish(pgf_alltoallv(s%handle, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), &
+                "pg_alltoallv", ierr)
+  end subroutine pg_alltoallv
+
   ! ---- nonblocking -------------------------------------------------------------------------
+  subroutine pg_ireduce_scatterv(s, sendbuf, recvbuf, recvcounts, dtype, op, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: recvcounts(:)
+    integer, intent(in) :: dtype, op
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ireduce_scatterv(s%handle, sendbuf, recvbuf, recvcounts, dtype, op, work%handle), &
+                "pg_ireduce_scatterv", ierr)
+  end subroutine pg_ireduce_scatterv
+
+  subroutine pg_ialltoallv(s, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, work, ierr)
+    type(pg_strategy), intent(in) :: s
+    type(*), dimension(..), intent(in), asynchronous :: sendbuf
+    integer(c_size_t), intent(in) :: sendcounts(:), sdispls(:)
+    type(*), dimension(..), asynchronous :: recvbuf
+    integer(c_size_t), intent(in) :: recvcounts(:), rdispls(:)
+    integer, intent(in) :: dtype
+    type(pg_work), intent(out) :: work
+    integer, intent(out), optional :: ierr
+    call finish(pgf_ialltoallv(s%handle, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, &
+                               work%handle), "pg_ialltoallv", ierr)
+  end subroutine pg_ialltoallv
+
   subroutine pg_ibarrier(s, work, ierr)
     type(pg_strategy), intent(in) :: s
     type(pg_work), intent(out) :: work

@@ -422,6 +422,184 @@ static int prepare_scatter(pg_strategy *s, const char *call, const CFI_cdesc_t *
   return prepare_pair(s, call, send, recv, recvcount, "recvcount", dtype, l, a);
 }
 
+/* ---- the uneven collectives ------------------------------------------------------ */
+
+/* A count or displacement array of an uneven call: integer(c_size_t), one
+ * entry per rank (0-based displacements, as in MPI), copied into *out (the
+ * library copies it again, so the copy is freed once the call has been made);
+ * NULL where the call does not read it on this rank. */
+static int counts_open(size_t **out, const pg_strategy *s, const CFI_cdesc_t *d, const char *call,
+                       const char *what, int used) {
+  *out = NULL;
+  if (!used) return PG_OK;
+  const int p = pg_strategy_size(s);
+  const long long n = element_count(d);
+  if (d->rank != 1 || n < p)
+    return shim_fail(PG_ERR_INVALID_ARGUMENT, "%s: %s has %lld entries; expected one per rank (%d)", call,
+                     what, n, p);
+  size_t *v = malloc((size_t)(p > 0 ? p : 1) * sizeof *v);
+  if (!v) return shim_fail(PG_ERR_NO_MEMORY, "%s: no memory to copy %s", call, what);
+  const char *at = (const char *)d->base_addr;
+  for (int r = 0; r < p; ++r, at += d->dim[0].sm) memcpy(&v[r], at, sizeof v[r]);
+  *out = v;
+  return PG_OK;
+}
+
+/* The elements a buffer needs for the blocks `counts` and `displs` describe;
+ * ~0ull when that overflows. */
+static unsigned long long blocks_extent(const size_t *counts, const size_t *displs, int p) {
+  unsigned long long end = 0, e = 0;
+  for (int r = 0; r < p; ++r) {
+    if (counts[r] == 0) continue;
+    if (__builtin_add_overflow((unsigned long long)displs[r], (unsigned long long)counts[r], &e)) return ~0ull;
+    if (e > end) end = e;
+  }
+  return end;
+}
+
+static unsigned long long counts_sum(const size_t *counts, int p) {
+  unsigned long long total = 0;
+  for (int r = 0; r < p; ++r)
+    if (__builtin_add_overflow(total, (unsigned long long)counts[r], &total)) return ~0ull;
+  return total;
+}
+
+/* The buffers and arrays of one uneven call. */
+typedef struct vargs {
+  args a;
+  size_t *sc, *sd, *rc, *rd; /* sendcounts, send displacements, recvcounts, receive displacements */
+} vargs;
+
+static void vargs_init(vargs *v) {
+  args_init(&v->a);
+  v->sc = v->sd = v->rc = v->rd = NULL;
+}
+
+static void vargs_free_counts(vargs *v) {
+  free(v->sc), free(v->sd), free(v->rc), free(v->rd);
+  v->sc = v->sd = v->rc = v->rd = NULL;
+}
+
+/* The arrays and their extent: a shim message for blocks beyond size_t. */
+static int extent_fits(unsigned long long extent, const char *call, const char *what) {
+  return extent != ~0ull ? PG_OK
+                         : shim_fail(PG_ERR_INVALID_ARGUMENT,
+                                     "%s: the blocks of %s end beyond the largest size_t", call, what);
+}
+
+/* Opens the pair of buffers once the arrays are read; frees the arrays on failure. */
+static int vargs_pair(vargs *v, pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                      const CFI_cdesc_t *recv, long long count, const char *count_name, int dtype,
+                      pair_layout l) {
+  int st = prepare_pair(s, call, send, recv, count, count_name, dtype, l, &v->a);
+  if (st != PG_OK) vargs_free_counts(v);
+  return st;
+}
+
+static int prepare_allgatherv(pg_strategy *s, const char *call, const CFI_cdesc_t *send, long long sendcount,
+                              const CFI_cdesc_t *recv, const CFI_cdesc_t *recvcounts,
+                              const CFI_cdesc_t *displs, int dtype, vargs *v) {
+  vargs_init(v);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
+  if (st == PG_OK) st = counts_open(&v->rc, s, recvcounts, call, "recvcounts", 1);
+  if (st == PG_OK) st = counts_open(&v->rd, s, displs, call, "displs", 1);
+  const unsigned long long extent = st == PG_OK ? blocks_extent(v->rc, v->rd, pg_strategy_size(s)) : 0;
+  if (st == PG_OK) st = extent_fits(extent, call, "recvcounts and displs");
+  if (st != PG_OK) {
+    vargs_free_counts(v);
+    return st;
+  }
+  const int rank = pg_strategy_rank(s);
+  pair_layout l = layout_of((unsigned long long)sendcount, extent, 1, 1, pg_in_place_allgatherv(rank, v->rd), send,
+                            recv);
+  return vargs_pair(v, s, call, send, recv, sendcount, "sendcount", dtype, l);
+}
+
+static int prepare_reduce_scatterv(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                                   const CFI_cdesc_t *recv, const CFI_cdesc_t *recvcounts, int dtype, vargs *v) {
+  vargs_init(v);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = counts_open(&v->rc, s, recvcounts, call, "recvcounts", 1);
+  const unsigned long long total = st == PG_OK ? counts_sum(v->rc, pg_strategy_size(s)) : 0;
+  if (st == PG_OK) st = extent_fits(total, call, "recvcounts");
+  if (st != PG_OK) {
+    vargs_free_counts(v);
+    return st;
+  }
+  const int rank = pg_strategy_rank(s);
+  const size_t mine = v->rc[rank];
+  pair_layout l = layout_of(total, (unsigned long long)mine, 1, 1, pg_in_place_reduce_scatterv(rank, v->rc), send,
+                            recv);
+  return vargs_pair(v, s, call, send, recv, (long long)mine, "recvcounts(rank+1)", dtype, l);
+}
+
+/* In place (the same array): it holds both the blocks sent and the blocks received. */
+static int prepare_alltoallv(pg_strategy *s, const char *call, const CFI_cdesc_t *send,
+                             const CFI_cdesc_t *sendcounts, const CFI_cdesc_t *sdispls, const CFI_cdesc_t *recv,
+                             const CFI_cdesc_t *recvcounts, const CFI_cdesc_t *rdispls, int dtype, vargs *v) {
+  vargs_init(v);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = counts_open(&v->sc, s, sendcounts, call, "sendcounts", 1);
+  if (st == PG_OK) st = counts_open(&v->sd, s, sdispls, call, "sdispls", 1);
+  if (st == PG_OK) st = counts_open(&v->rc, s, recvcounts, call, "recvcounts", 1);
+  if (st == PG_OK) st = counts_open(&v->rd, s, rdispls, call, "rdispls", 1);
+  const int p = st == PG_OK ? pg_strategy_size(s) : 0;
+  unsigned long long sx = st == PG_OK ? blocks_extent(v->sc, v->sd, p) : 0;
+  unsigned long long rx = st == PG_OK ? blocks_extent(v->rc, v->rd, p) : 0;
+  if (st == PG_OK) st = extent_fits(sx, call, "sendcounts and sdispls");
+  if (st == PG_OK) st = extent_fits(rx, call, "recvcounts and rdispls");
+  if (st != PG_OK) {
+    vargs_free_counts(v);
+    return st;
+  }
+  if (same_array(send, recv)) sx = rx = sx > rx ? sx : rx;
+  pair_layout l = layout_of(sx, rx, 1, 1, pg_in_place_alltoallv(), send, recv);
+  return vargs_pair(v, s, call, send, recv, 0, "count", dtype, l);
+}
+
+/* The arrays and recvbuf are read at the root only. */
+static int prepare_gatherv(pg_strategy *s, const char *call, const CFI_cdesc_t *send, long long sendcount,
+                           const CFI_cdesc_t *recv, const CFI_cdesc_t *recvcounts, const CFI_cdesc_t *displs,
+                           int dtype, int root, vargs *v) {
+  vargs_init(v);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(sendcount, call, "sendcount");
+  const int rank = s ? pg_strategy_rank(s) : -1, at_root = rank == root;
+  if (st == PG_OK) st = counts_open(&v->rc, s, recvcounts, call, "recvcounts", at_root);
+  if (st == PG_OK) st = counts_open(&v->rd, s, displs, call, "displs", at_root);
+  const unsigned long long extent = st == PG_OK && at_root ? blocks_extent(v->rc, v->rd, pg_strategy_size(s)) : 0;
+  if (st == PG_OK) st = extent_fits(extent, call, "recvcounts and displs");
+  if (st != PG_OK) {
+    vargs_free_counts(v);
+    return st;
+  }
+  pair_layout l = layout_of((unsigned long long)sendcount, extent, 1, at_root,
+                            pg_in_place_gatherv(rank, root, v->rd), send, recv);
+  return vargs_pair(v, s, call, send, recv, sendcount, "sendcount", dtype, l);
+}
+
+/* The arrays and sendbuf are read at the root only. */
+static int prepare_scatterv(pg_strategy *s, const char *call, const CFI_cdesc_t *send, const CFI_cdesc_t *sendcounts,
+                            const CFI_cdesc_t *displs, const CFI_cdesc_t *recv, long long recvcount, int dtype,
+                            int root, vargs *v) {
+  vargs_init(v);
+  int st = check_handle(s, call);
+  if (st == PG_OK) st = check_count(recvcount, call, "recvcount");
+  const int rank = s ? pg_strategy_rank(s) : -1, at_root = rank == root;
+  if (st == PG_OK) st = counts_open(&v->sc, s, sendcounts, call, "sendcounts", at_root);
+  if (st == PG_OK) st = counts_open(&v->sd, s, displs, call, "displs", at_root);
+  const unsigned long long extent = st == PG_OK && at_root ? blocks_extent(v->sc, v->sd, pg_strategy_size(s)) : 0;
+  if (st == PG_OK) st = extent_fits(extent, call, "sendcounts and displs");
+  if (st != PG_OK) {
+    vargs_free_counts(v);
+    return st;
+  }
+  pair_layout l = layout_of(extent, (unsigned long long)recvcount, at_root, 1,
+                            pg_in_place_scatterv(rank, root, v->sd), send, recv);
+  return vargs_pair(v, s, call, send, recv, recvcount, "recvcount", dtype, l);
+}
+
 /* One buffer of a point-to-point call: input (send) or output (recv). */
 static int prepare_p2p(pg_strategy *s, const char *call, const CFI_cdesc_t *buf, long long count,
                        int dtype, int output, args *a) {
@@ -541,6 +719,51 @@ PGF_INTERNAL int pgf_sendrecv(pg_strategy *s, const CFI_cdesc_t *send, long long
   PGF_BLOCKING(prepare_sendrecv(s, "pg_sendrecv", send, sendcount, recv, recvcount, dtype, &a),
                pg_sendrecv(s, a.send.ptr, (size_t)sendcount, dest, a.recv.ptr, (size_t)recvcount,
                            source, (pg_dtype)dtype, tag))
+}
+
+/* The uneven calls: as PGF_BLOCKING, the count arrays freed once the call is made. */
+#define PGF_BLOCKING_V(prepare_call, c_call)              \
+  vargs v;                                                \
+  int st = (prepare_call);                                \
+  if (st != PG_OK) {                                      \
+    if (!s) return st;                                    \
+    v.a.send.ptr = v.a.recv.ptr = NULL;                   \
+    return forward_refusal(st, c_call, NULL);             \
+  }                                                       \
+  st = lib(c_call);                                       \
+  vargs_free_counts(&v);                                  \
+  return args_close(&v.a, st);
+
+PGF_INTERNAL int pgf_allgatherv(pg_strategy *s, const CFI_cdesc_t *send, long long sendcount, const CFI_cdesc_t *recv,
+                                const CFI_cdesc_t *recvcounts, const CFI_cdesc_t *displs, int dtype) {
+  PGF_BLOCKING_V(prepare_allgatherv(s, "pg_allgatherv", send, sendcount, recv, recvcounts, displs, dtype, &v),
+                 pg_allgatherv(s, v.a.send.ptr, (size_t)sendcount, v.a.recv.ptr, v.rc, v.rd, (pg_dtype)dtype))
+}
+
+PGF_INTERNAL int pgf_reduce_scatterv(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
+                                     const CFI_cdesc_t *recvcounts, int dtype, int op) {
+  PGF_BLOCKING_V(prepare_reduce_scatterv(s, "pg_reduce_scatterv", send, recv, recvcounts, dtype, &v),
+                 pg_reduce_scatterv(s, v.a.send.ptr, v.a.recv.ptr, v.rc, (pg_dtype)dtype, (pg_op)op))
+}
+
+PGF_INTERNAL int pgf_alltoallv(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *sendcounts,
+                               const CFI_cdesc_t *sdispls, const CFI_cdesc_t *recv, const CFI_cdesc_t *recvcounts,
+                               const CFI_cdesc_t *rdispls, int dtype) {
+  PGF_BLOCKING_V(prepare_alltoallv(s, "pg_alltoallv", send, sendcounts, sdispls, recv, recvcounts, rdispls, dtype, &v),
+                 pg_alltoallv(s, v.a.send.ptr, v.sc, v.sd, v.a.recv.ptr, v.rc, v.rd, (pg_dtype)dtype))
+}
+
+PGF_INTERNAL int pgf_gatherv(pg_strategy *s, const CFI_cdesc_t *send, long long sendcount, const CFI_cdesc_t *recv,
+                             const CFI_cdesc_t *recvcounts, const CFI_cdesc_t *displs, int dtype, int root) {
+  PGF_BLOCKING_V(prepare_gatherv(s, "pg_gatherv", send, sendcount, recv, recvcounts, displs, dtype, root, &v),
+                 pg_gatherv(s, v.a.send.ptr, (size_t)sendcount, v.a.recv.ptr, v.rc, v.rd, (pg_dtype)dtype, root))
+}
+
+PGF_INTERNAL int pgf_scatterv(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *sendcounts,
+                              const CFI_cdesc_t *displs, const CFI_cdesc_t *recv, long long recvcount, int dtype,
+                              int root) {
+  PGF_BLOCKING_V(prepare_scatterv(s, "pg_scatterv", send, sendcounts, displs, recv, recvcount, dtype, root, &v),
+                 pg_scatterv(s, v.a.send.ptr, v.sc, v.sd, v.a.recv.ptr, (size_t)recvcount, (pg_dtype)dtype, root))
 }
 
 /* ---- nonblocking -------------------------------------------------------------- */
@@ -681,6 +904,72 @@ PGF_INTERNAL int pgf_irecv(pg_strategy *s, const CFI_cdesc_t *buf, long long cou
                            int peer, int tag, pgf_work **out) {
   PGF_NONBLOCKING("pg_irecv", prepare_p2p(s, "pg_irecv", buf, count, dtype, 1, &a),
                   pg_irecv(s, a.recv.ptr, (size_t)count, (pg_dtype)dtype, peer, tag, &work))
+}
+
+/* The uneven calls: as PGF_NONBLOCKING; the library copied the count arrays
+ * when the call was made, so they are freed then. */
+#define PGF_NONBLOCKING_V(call_name, prepare_call, c_call) \
+  vargs v;                                                \
+  pgf_work *w = NULL;                                     \
+  pg_work *work = NULL;                                   \
+  *out = NULL;                                            \
+  int st = (prepare_call);                                \
+  if (st == PG_OK) {                                      \
+    st = work_new(&v.a, call_name, &w);                   \
+    if (st != PG_OK) vargs_free_counts(&v);               \
+  }                                                       \
+  if (st != PG_OK) {                                      \
+    if (!s) return st;                                    \
+    v.a.send.ptr = v.a.recv.ptr = NULL;                   \
+    pg_status library_status = c_call;                    \
+    return forward_refusal(st, library_status, work);     \
+  }                                                       \
+  v.a = w->buffers;                                       \
+  st = lib(c_call);                                       \
+  vargs_free_counts(&v);                                  \
+  return work_started(w, work, st, out);
+
+PGF_INTERNAL int pgf_iallgatherv(pg_strategy *s, const CFI_cdesc_t *send, long long sendcount,
+                                 const CFI_cdesc_t *recv, const CFI_cdesc_t *recvcounts, const CFI_cdesc_t *displs,
+                                 int dtype, pgf_work **out) {
+  PGF_NONBLOCKING_V("pg_iallgatherv",
+                    prepare_allgatherv(s, "pg_iallgatherv", send, sendcount, recv, recvcounts, displs, dtype, &v),
+                    pg_iallgatherv(s, v.a.send.ptr, (size_t)sendcount, v.a.recv.ptr, v.rc, v.rd, (pg_dtype)dtype,
+                                   &work))
+}
+
+PGF_INTERNAL int pgf_ireduce_scatterv(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *recv,
+                                      const CFI_cdesc_t *recvcounts, int dtype, int op, pgf_work **out) {
+  PGF_NONBLOCKING_V("pg_ireduce_scatterv",
+                    prepare_reduce_scatterv(s, "pg_ireduce_scatterv", send, recv, recvcounts, dtype, &v),
+                    pg_ireduce_scatterv(s, v.a.send.ptr, v.a.recv.ptr, v.rc, (pg_dtype)dtype, (pg_op)op, &work))
+}
+
+PGF_INTERNAL int pgf_ialltoallv(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *sendcounts,
+                                const CFI_cdesc_t *sdispls, const CFI_cdesc_t *recv, const CFI_cdesc_t *recvcounts,
+                                const CFI_cdesc_t *rdispls, int dtype, pgf_work **out) {
+  PGF_NONBLOCKING_V("pg_ialltoallv",
+                    prepare_alltoallv(s, "pg_ialltoallv", send, sendcounts, sdispls, recv, recvcounts, rdispls,
+                                      dtype, &v),
+                    pg_ialltoallv(s, v.a.send.ptr, v.sc, v.sd, v.a.recv.ptr, v.rc, v.rd, (pg_dtype)dtype, &work))
+}
+
+PGF_INTERNAL int pgf_igatherv(pg_strategy *s, const CFI_cdesc_t *send, long long sendcount, const CFI_cdesc_t *recv,
+                              const CFI_cdesc_t *recvcounts, const CFI_cdesc_t *displs, int dtype, int root,
+                              pgf_work **out) {
+  PGF_NONBLOCKING_V("pg_igatherv",
+                    prepare_gatherv(s, "pg_igatherv", send, sendcount, recv, recvcounts, displs, dtype, root, &v),
+                    pg_igatherv(s, v.a.send.ptr, (size_t)sendcount, v.a.recv.ptr, v.rc, v.rd, (pg_dtype)dtype, root,
+                                &work))
+}
+
+PGF_INTERNAL int pgf_iscatterv(pg_strategy *s, const CFI_cdesc_t *send, const CFI_cdesc_t *sendcounts,
+                               const CFI_cdesc_t *displs, const CFI_cdesc_t *recv, long long recvcount, int dtype,
+                               int root, pgf_work **out) {
+  PGF_NONBLOCKING_V("pg_iscatterv",
+                    prepare_scatterv(s, "pg_iscatterv", send, sendcounts, displs, recv, recvcount, dtype, root, &v),
+                    pg_iscatterv(s, v.a.send.ptr, v.sc, v.sd, v.a.recv.ptr, (size_t)recvcount, (pg_dtype)dtype, root,
+                                 &work))
 }
 
 PGF_INTERNAL int pgf_ibarrier(pg_strategy *s, pgf_work **out) {
