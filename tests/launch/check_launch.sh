@@ -275,7 +275,8 @@ PY
     rc[0]=$?
     cat "$out/mpiexec.out"
     elapsed=0
-    expect "$out/mpiexec.out" "rank 1 of 2, node 0 of 1, backend mpi" "mpiexec's job, whatever RANK/WORLD_SIZE say"
+    expect "$out/mpiexec.out" "rank 1 of 2, node 0 of 1, backend mpi: OK" "mpiexec's job, whatever RANK/WORLD_SIZE say"
+    expect_rc 0 0 "mpiexec succeeds"
     ;;
   # -- torchrun ------------------------------------------------------------------
   torchrun1 | torchrun2 | torchrun3)
