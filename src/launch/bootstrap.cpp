@@ -86,6 +86,7 @@ int read_frame(int fd, FrameReader &reader, Clock::time_point deadline, Fields *
 }
 
 void on_pmi_line(Member &m, std::string_view line) {
+  PG_LOG(debug, "bootstrap: PMI line from MPI: %s", text::printable(line).c_str());
   const PmiSession::Step s = m.session->on_line(line);
   if (!s.reply.empty()) send_all(m.pmi, s.reply);
   switch (s.then) {
