@@ -21,9 +21,11 @@ namespace pgbench {
 struct Options;
 
 // One collective call, with the buffers in pg_strategy.h's layout: for an
-// in-place call `send` sits where pg_strategy.h says (allreduce, alltoall:
-// send == recv; allgather: send == recv + rank*count*size; reduce_scatter:
-// recv == send + rank*count*size). Broadcast uses `recv` only.
+// in-place call `send` sits where pg_strategy.h says (allreduce, alltoall,
+// alltoallv: send == recv; allgather: send == recv + rank*count*size;
+// reduce_scatter: recv == send + rank*count*size; allgatherv: send == recv +
+// rdispls[rank]*size; reduce_scatterv: recv == send + sdispls[rank]*size).
+// Broadcast uses `recv` only.
 struct Call {
   Collective coll;
   const void *send;
@@ -33,6 +35,9 @@ struct Call {
   pg_op op;
   int root;
   bool in_place;
+  // The uneven collectives: this rank's counts and displacements (elements,
+  // one per rank), as pg_strategy.h's calls take them; NULL for the others.
+  const size_t *sendcounts = nullptr, *sdispls = nullptr, *recvcounts = nullptr, *rdispls = nullptr;
 };
 
 struct SetupInfo {

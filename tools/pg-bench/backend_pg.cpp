@@ -122,6 +122,15 @@ class PgBackend : public Backend {
       case Collective::Alltoall:
         st = pg_alltoall(strategy_, c.send, c.recv, c.count, c.dtype);
         break;
+      case Collective::Allgatherv:
+        st = pg_allgatherv(strategy_, c.send, c.count, c.recv, c.recvcounts, c.rdispls, c.dtype);
+        break;
+      case Collective::ReduceScatterv:
+        st = pg_reduce_scatterv(strategy_, c.send, c.recv, c.recvcounts, c.dtype, c.op);
+        break;
+      case Collective::Alltoallv:
+        st = pg_alltoallv(strategy_, c.send, c.sendcounts, c.sdispls, c.recv, c.recvcounts, c.rdispls, c.dtype);
+        break;
     }
     if (st == PG_OK) return "";
     return std::string("pg_") + collective_name(c.coll) + " returned " + pg_status_name(st) +

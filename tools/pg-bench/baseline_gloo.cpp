@@ -30,6 +30,7 @@ class GlooRaw : public Backend {
 
   std::string unsupported(Collective c, pg_dtype, pg_op) const override {
     if (c == Collective::ReduceScatter) return "Gloo's collective API has no reduce_scatter";
+    if (is_uneven(c)) return "the gloo-raw baseline has no uneven rows";
     return "";
   }
 
@@ -109,6 +110,8 @@ class GlooRaw : public Backend {
       }
       case Collective::ReduceScatter:
         return "Gloo's collective API has no reduce_scatter";
+      default:
+        return std::string("gloo-raw has no ") + collective_name(c.coll);
     }
     return "";
   }

@@ -3,8 +3,10 @@
 // the library's own (pg_mpi_datatype, pg_mpi_op: fp16/bf16 through
 // user-defined operators that combine in float); avg is a sum followed by a
 // local division (pg_reduce_finish).
+#include <algorithm>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 #include "backend.h"
 #include "pg_backend.h"
@@ -53,6 +55,7 @@ class MpiRaw : public MpiBarrierBackend {
     if (pg_mpi_datatype(c.dtype, &type) != PG_OK || pg_mpi_op(c.dtype, c.op, &op) != PG_OK)
       return std::string("no MPI type or operation: ") + pg_last_error();
     const size_t es = pg_dtype_size(c.dtype);
+    if (is_uneven(c.coll)) return run_uneven(c, type, op);
     int rc = MPI_SUCCESS;
     switch (c.coll) {
       case Collective::Allreduce:
@@ -85,15 +88,70 @@ class MpiRaw : public MpiBarrierBackend {
         rc = PGB_MPI(MPI_Alltoall)(c.in_place ? MPI_IN_PLACE : c.send, n, type, c.recv, n, type,
                                    comm_);
         break;
+      default:
+        break;
     }
     if (rc == MPI_SUCCESS) return "";
+    return mpi_error(c, rc);
+  }
+
+ private:
+  std::string mpi_error(const Call &c, int rc) const {
     char text[MPI_MAX_ERROR_STRING] = {0};
     int len = 0;
     MPI_Error_string(rc, text, &len);
     return std::string("MPI ") + collective_name(c.coll) + " failed: " + text;
   }
 
- private:
+  // The uneven collectives as applications write them: MPI_Allgatherv,
+  // MPI_Reduce_scatter and MPI_Alltoallv with int counts and displacements.
+  std::string run_uneven(const Call &c, MPI_Datatype type, MPI_Op op) {
+    const auto n = static_cast<size_t>(nranks_), me = static_cast<size_t>(rank_);
+    const size_t es = pg_dtype_size(c.dtype);
+    std::vector<int> sc(n), sd(n), rc(n), rd(n);
+    auto to_int = [](const size_t *from, std::vector<int> &to) {
+      for (size_t i = 0; i < to.size(); ++i) {
+        if (from[i] > static_cast<size_t>(INT_MAX)) return false;
+        to[i] = static_cast<int>(from[i]);
+      }
+      return true;
+    };
+    if ((c.sendcounts && !to_int(c.sendcounts, sc)) || (c.sdispls && !to_int(c.sdispls, sd)) ||
+        (c.recvcounts && !to_int(c.recvcounts, rc)) || (c.rdispls && !to_int(c.rdispls, rd)))
+      return "a count or displacement exceeds INT_MAX: the int forms of MPI's v-collectives cannot take it";
+    int status = MPI_SUCCESS;
+    switch (c.coll) {
+      case Collective::Allgatherv:
+        status = MPI_Allgatherv(c.in_place ? MPI_IN_PLACE : c.send, rc[me], type, c.recv, rc.data(), rd.data(), type,
+                                comm_);
+        break;
+      case Collective::ReduceScatterv:
+        if (c.in_place) {
+          // MPI leaves the block at the start of the buffer; pg_strategy.h's at the rank's place.
+          void *base = const_cast<void *>(c.send);
+          status = MPI_Reduce_scatter(MPI_IN_PLACE, base, rc.data(), type, op, comm_);
+          if (status == MPI_SUCCESS && base != c.recv) std::memmove(c.recv, base, rc[me] * es);
+        } else {
+          status = MPI_Reduce_scatter(c.send, c.recv, rc.data(), type, op, comm_);
+        }
+        if (status == MPI_SUCCESS) pg_reduce_finish(c.dtype, c.op, c.recv, rc[me], nranks_);
+        break;
+      default: {  // alltoallv; MPI's in-place form reads recvcounts for both sides: staged instead
+        const void *send = c.send;
+        if (c.in_place) {
+          size_t extent = 0;
+          for (size_t q = 0; q < n; ++q) extent = std::max(extent, (sd[q] + static_cast<size_t>(sc[q])) * es);
+          staging_.assign(static_cast<const char *>(c.send), static_cast<const char *>(c.send) + extent);
+          send = staging_.data();
+        }
+        status = MPI_Alltoallv(send, sc.data(), sd.data(), type, c.recv, rc.data(), rd.data(), type, comm_);
+        break;
+      }
+    }
+    return status == MPI_SUCCESS ? "" : mpi_error(c, status);
+  }
+
+  std::vector<char> staging_;
   int rank_ = 0;
   int nranks_ = 1;
   std::string library_;

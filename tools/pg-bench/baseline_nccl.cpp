@@ -39,7 +39,8 @@ class NcclRaw : public Backend {
 
   std::string probe() override { return device::probe(); }
 
-  std::string unsupported(Collective, pg_dtype, pg_op op) const override {
+  std::string unsupported(Collective c, pg_dtype, pg_op op) const override {
+    if (is_uneven(c)) return "the nccl-raw baseline has no uneven rows";
     if (op == PG_BAND || op == PG_BOR || op == PG_BXOR)
       return "NCCL has no bitwise reductions";
     return "";
@@ -124,6 +125,8 @@ class NcclRaw : public Backend {
         r = ncclGroupEnd();
         break;
       }
+      default:
+        return std::string("nccl-raw has no ") + collective_name(c.coll);
     }
     if (r != ncclSuccess)
       return std::string("NCCL ") + collective_name(c.coll) + " failed: " + ncclGetErrorString(r);

@@ -116,9 +116,22 @@ size_t Checker::mismatches_avg(size_t start, const void *got, size_t count) cons
   return wrong;
 }
 
+// The uneven collectives. allgatherv: rank q's block is source q from 0;
+// reduce_scatterv: the operands as for reduce_scatter (position j of the
+// whole input); alltoallv: the block rank q sends rank r is source q from
+// position 31 r.
 void Checker::fill_input(const Layout &l, void *send) const {
   const size_t count = l.send_bytes / es_;
   const auto r = static_cast<size_t>(rank_);
+  if (is_uneven(l.coll)) {
+    const UnevenCounts u = uneven_counts(l, rank_);
+    auto *out = static_cast<unsigned char *>(send);
+    if (l.coll == Collective::Allgatherv) repeat(source_[r], 0, send, u.send);
+    if (l.coll == Collective::ReduceScatterv) repeat(operand_[r], 0, send, u.send);
+    if (l.coll == Collective::Alltoallv)
+      for (size_t q = 0; q < u.sc.size(); ++q) repeat(source_[r], 31 * q, out + u.sd[q] * es_, u.sc[q]);
+    return;
+  }
   switch (l.coll) {
     case Collective::Allreduce:
     case Collective::ReduceScatter:
@@ -134,6 +147,8 @@ void Checker::fill_input(const Layout &l, void *send) const {
       else
         fill_sentinel(send, l.send_bytes);
       break;
+    default:
+      break;
   }
 }
 
@@ -141,6 +156,21 @@ size_t Checker::count_wrong(const Layout &l, const void *result) const {
   const auto *res = static_cast<const unsigned char *>(result);
   const size_t c = l.call_count;
   const auto r = static_cast<size_t>(rank_);
+  if (is_uneven(l.coll)) {
+    const UnevenCounts u = uneven_counts(l, rank_);
+    size_t wrong = 0;
+    switch (l.coll) {
+      case Collective::ReduceScatterv:
+        return op_ == PG_AVG ? mismatches_avg(u.sd[r], res, u.recv) : mismatches(expected_, u.sd[r], res, u.recv);
+      case Collective::Allgatherv:
+        for (size_t q = 0; q < u.rc.size(); ++q) wrong += mismatches(source_[q], 0, res + u.rd[q] * es_, u.rc[q]);
+        return wrong;
+      default:  // alltoallv: block q from rank q, what it meant for this rank
+        for (size_t q = 0; q < u.rc.size(); ++q)
+          wrong += mismatches(source_[q], 31 * r, res + u.rd[q] * es_, u.rc[q]);
+        return wrong;
+    }
+  }
   switch (l.coll) {
     case Collective::Allreduce:
       return op_ == PG_AVG ? mismatches_avg(0, res, c) : mismatches(expected_, 0, res, c);
@@ -163,6 +193,8 @@ size_t Checker::count_wrong(const Layout &l, const void *result) const {
                             res + static_cast<size_t>(q) * c * es_, c);
       return wrong;
     }
+    default:
+      return 0;
   }
   return 0;
 }

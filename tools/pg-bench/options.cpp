@@ -100,7 +100,12 @@ std::string usage_text() {
        "  -C, --collectives LIST  comma list of "
     << collective_names()
     << ", or all\n"
-       "                          (default allreduce)\n"
+       "                          (default allreduce); allgatherv, reduce_scatterv and\n"
+       "                          alltoallv split each row's elements by --pattern\n"
+       "      --pattern P         skewed (default): allgatherv and reduce_scatterv blocks\n"
+       "                          in proportion to rank+1, alltoallv pairs to 1+(q+r) mod n;\n"
+       "                          moe: every rank's elements over the ranks (one expert\n"
+       "                          each) by the same Zipf law, rank r's share 1/(r+1)\n"
        "  -B, --backends LIST     comma list of backends: any pgstrategy backend or plugin\n"
        "                          by name (created for --device; NAME+trace: the same with\n"
        "                          the flight recorder on, its dumps in PGS_TRACE, which\n"
@@ -141,7 +146,7 @@ std::string usage_text() {
 }
 
 std::string parse_options(int argc, char **argv, Options *out) {
-  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice };  // long-only flags
+  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern };  // long-only flags
   static const option kFlags[] = {
       {"minbytes", required_argument, nullptr, 'b'},
       {"maxbytes", required_argument, nullptr, 'e'},
@@ -158,6 +163,7 @@ std::string parse_options(int argc, char **argv, Options *out) {
       {"mem-alloc", no_argument, nullptr, kMemAlloc},
       {"device", required_argument, nullptr, kDevice},
       {"thread-level", required_argument, nullptr, kThreadLevel},
+      {"pattern", required_argument, nullptr, kPattern},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   // '+': stop at the first non-flag instead of reordering argv (MPI_Init sees
@@ -259,6 +265,9 @@ std::string parse_options(int argc, char **argv, Options *out) {
       case kDevice:
         if (value != "cpu" && value != "cuda") return bad("expected cpu or cuda");
         o.device = value;
+        break;
+      case kPattern:
+        if (!parse_pattern(value, &o.pattern)) return bad("expected skewed or moe");
         break;
       case kThreadLevel:
         if (value != "single" && value != "funneled" && value != "serialized" && value != "multiple")

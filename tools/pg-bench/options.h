@@ -23,6 +23,7 @@ struct Options {
   pg_dtype dtype = PG_FLOAT32;
   pg_op op = PG_SUM;
   std::vector<Collective> collectives = {Collective::Allreduce};
+  Pattern pattern = Pattern::Skewed;      // --pattern: how uneven collectives split a row
   std::vector<std::string> backends;  // empty: the defaults (see default_backends)
   std::string csv_path;
   bool mem_alloc = false;

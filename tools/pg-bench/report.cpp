@@ -105,6 +105,12 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
                opts_.repetitions > 1 ? "; rows: median over repetitions" : "");
   std::fprintf(out_, "# algbw = size / time; busbw = algbw * factor (allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1, root 0;\n"
                      "#   memcpy, memcpy-pinned: factor 1, bytes copied / time)\n");
+  for (Collective c : opts_.collectives)
+    if (is_uneven(c)) {
+      std::fprintf(out_, "# uneven collectives: pattern %s (size: allgatherv's result, reduce_scatterv's input, what each "
+                         "rank sends in alltoallv)\n", pattern_name(opts_.pattern));
+      break;
+    }
   for (const auto &d : descriptions) std::fprintf(out_, "# backend %s\n", d.c_str());
   for (const auto &s : skipped_backends) std::fprintf(out_, "# skipped %s\n", s.c_str());
   std::fflush(out_);

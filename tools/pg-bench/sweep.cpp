@@ -63,7 +63,7 @@ std::vector<std::vector<Layout>> plan_layouts(const Options &opts, int nranks, s
   for (Collective c : opts.collectives) {
     std::vector<Layout> layouts;
     for (size_t bytes : sweep_sizes(opts)) {
-      const Layout l = make_layout(c, bytes, es, nranks);
+      const Layout l = make_layout(c, bytes, es, nranks, opts.pattern);
       if (!layouts.empty() && layouts.back().bytes == l.bytes) continue;
       layouts.push_back(l);
       *max_bytes = std::max({*max_bytes, l.send_bytes, l.recv_bytes});

@@ -15,10 +15,18 @@ struct Placement {
   void *result;  // what the check reads (layout.recv_bytes)
 };
 
-Placement place(const Layout &l, const BufferPair &buf, bool in_place, int rank) {
+Placement place(const Layout &l, const BufferPair &buf, bool in_place, int rank, const UnevenCounts &u) {
   const auto r = static_cast<size_t>(rank);
   if (!in_place) return {buf.a, buf.a, buf.b, buf.b};
   switch (l.coll) {
+    case Collective::Allgatherv: {
+      void *mine = offset(buf.b, u.rd[r] * l.elem_size);
+      return {mine, mine, buf.b, buf.b};
+    }
+    case Collective::ReduceScatterv: {
+      void *mine = offset(buf.b, u.sd[r] * l.elem_size);
+      return {buf.b, buf.b, mine, mine};
+    }
     case Collective::Allgather: {
       void *mine = offset(buf.b, r * l.send_bytes);
       return {mine, mine, buf.b, buf.b};
@@ -37,7 +45,7 @@ Placement place(const Layout &l, const BufferPair &buf, bool in_place, int rank)
 void prepare(Backend &b, const Layout &l, const Placement &p, bool in_place, const Checker &chk,
              std::vector<unsigned char> &stage) {
   const bool direct = b.host_accessible();
-  const bool sentinel_first = !in_place || l.coll == Collective::Allgather;
+  const bool sentinel_first = !in_place || l.coll == Collective::Allgather || l.coll == Collective::Allgatherv;
   // Allgather in place: the whole result buffer gets the sentinel, then this
   // rank's block its input.
   if (sentinel_first) {
@@ -84,8 +92,14 @@ Measurement measure_row(Backend &b, const BufferPair &buffers, const Layout &l, 
                         std::vector<unsigned char> &stage, std::string *why_not) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  const Placement p = place(l, buffers, in_place, rank);
-  const Call call{l.coll, p.send, p.recv, l.call_count, opts.dtype, opts.op, /*root=*/0, in_place};
+  const UnevenCounts u = is_uneven(l.coll) ? uneven_counts(l, rank) : UnevenCounts{};
+  const Placement p = place(l, buffers, in_place, rank, u);
+  Call call{l.coll, p.send, p.recv, l.call_count, opts.dtype, opts.op, /*root=*/0, in_place};
+  if (is_uneven(l.coll)) {
+    auto array = [](const std::vector<size_t> &v) { return v.empty() ? nullptr : v.data(); };
+    call.sendcounts = array(u.sc), call.sdispls = array(u.sd), call.recvcounts = array(u.rc), call.rdispls = array(u.rd);
+    call.count = l.coll == Collective::Allgatherv ? u.send : u.recv;  // allgatherv: sendcount; the others unused
+  }
   Measurement m;
   if (b.copies_only()) checker = nullptr;
 

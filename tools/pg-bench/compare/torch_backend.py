@@ -3,6 +3,7 @@
     mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py busbw [--min 1M] [--max 256M] [--reps 5]
     mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py latency [--calls 2000] [--reps 9]
     mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py ddp [--steps 5] [--reps 3]
+    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py fsdp [--steps 5] [--reps 3] [--batch 8]
 
 (PYTHONPATH: the package, built in <build>/python or pip-installed.) Each
 subcommand makes groups on "pgstrategy" with mpi and with fairring
@@ -15,6 +16,11 @@ busbw: all_reduce of float32 (sum), busbw = size / time * 2(n-1)/n, the result
 checked against its exact value once per size. latency: 8-byte all_reduce per
 call. ddp: the time of one DistributedDataParallel training step of a 25 M
 parameter MLP (forward, backward with the gradient allreduces, SGD step).
+fsdp: the same model sharded with FSDP2 (fully_shard of each layer and of the
+model, on a DeviceMesh of the group): a step all-gathers every layer's
+parameters in the forward and again in the backward, and reduce-scatters the
+gradients; printed with the step without communication, and the share of the
+gloo step that is communication.
 """
 
 import argparse
@@ -148,6 +154,59 @@ def ddp(args, rank, size):
             print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {statistics.median(times[name]) * 1e3:8.1f}")
 
 
+def fsdp(args, rank, size):
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+
+    torch.set_num_threads(1)  # one core per rank
+    made = groups()
+    batch = torch.randn(args.batch, 1024), torch.randn(args.batch, 1024)
+    models = {}
+    for name, group in made.items():
+        torch.manual_seed(0)
+        model = mlp()
+        mesh = DeviceMesh.from_group(group, "cpu")
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        models[name] = (model, torch.optim.SGD(model.parameters(), lr=1e-4))
+
+    def step(name):
+        model, optimizer = models[name]
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(batch[0]), batch[1]).backward()
+        optimizer.step()
+
+    for name in made:  # warm-up
+        step(name)
+    times = {name: [] for name in made}
+    for _ in range(args.reps):
+        for name, group in made.items():
+            times[name] += timed(group, args.steps, lambda n=name: step(n))
+    local = mlp()
+    optimizer = torch.optim.SGD(local.parameters(), lr=1e-4)
+
+    def alone():
+        optimizer.zero_grad()
+        nn.functional.mse_loss(local(batch[0]), batch[1]).backward()
+        optimizer.step()
+
+    alone()
+    compute = timed(made["gloo"], args.steps * args.reps, alone)
+    if rank == 0:
+        params = sum(p.numel() for p in local.parameters())
+        ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+        bare = statistics.median(compute) * 1e3
+        print(f"FSDP2 step, {params / 1e6:.1f} M parameters (float32), batch {args.batch}, {size} ranks, "
+              f"one thread each; ms per step (median of {args.reps} x {args.steps})")
+        print(f"  {'no communication':22} {bare:8.1f}")
+        for name in made:
+            print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {ms[name]:8.1f}   "
+                  f"gloo / this: {ms['gloo'] / ms[name]:.2f}")
+        print(f"  communication's share of the gloo step: {(ms['gloo'] - bare) / ms['gloo']:.0%}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -162,10 +221,15 @@ def main():
     d.add_argument("--steps", type=int, default=5)
     d.add_argument("--reps", type=int, default=3)
     d.add_argument("--batch", type=int, default=32)
+    f = sub.add_parser("fsdp")
+    f.add_argument("--steps", type=int, default=5)
+    f.add_argument("--reps", type=int, default=3)
+    f.add_argument("--batch", type=int, default=8)
     args = parser.parse_args()
     pgstrategy_torch.mpi_env()
     dist.init_process_group("pgstrategy")
-    {"busbw": busbw, "latency": latency, "ddp": ddp}[args.what](args, dist.get_rank(), dist.get_world_size())
+    {"busbw": busbw, "latency": latency, "ddp": ddp, "fsdp": fsdp}[args.what](args, dist.get_rank(),
+                                                                             dist.get_world_size())
     dist.destroy_process_group()
 
 
