@@ -46,8 +46,8 @@ class FairringBackend final : public Backend {
       // Its own instance on the rail, so its MPI calls never interleave with the schedule's.
       PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
-      PG_CHECK(FastPath::create(c.node_comm, settings_.fast_bytes, shape_.nodes, c.size, fast_rail_->backend.get(),
-                                &fast_));
+      PG_CHECK(FastPath::create(c.node_comm, settings_.fast_bytes, settings_.split_bytes, shape_.nodes, c.size,
+                                fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
     }
     // The same on every rank (the layout and the settings are agreed), so

@@ -1,7 +1,9 @@
 #include "backends/fairring/fast_path.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "core/dtype.h"
 #include "core/reduce.h"
@@ -45,25 +47,35 @@ class FastPath::Op final : public Request {
       stage_ = Stage::gather;
     }
     if (stage_ == Stage::gather) {
-      if (!leader_mode()) {
-        if (!p_.arrived(t_)) return PG_OK;
-        read_node();
-        return finish(done);
-      }
-      if (p_.local_ != 0) {
+      if (leader_mode() && p_.local_ != 0) {
         if (p_.parts_[0].flags[t_ % 2].done.load(std::memory_order_acquire) < t_) return PG_OK;
         if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
         return finish(done);
       }
       if (!p_.arrived(t_)) return PG_OK;
-      if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
-      const CollArgs across = a_.coll == Coll::allreduce
-                                  ? CollArgs::reduction(Coll::allreduce, a_.recv, a_.recv, a_.count, a_.dtype,
-                                                        combining_op(a_.op))
-                                        .placed(0)
-                                  : CollArgs{};
-      PG_CHECK(p_.leaders_->start(across, &across_));
-      stage_ = Stage::across;
+      if (!leader_mode()) {
+        if (!split()) {
+          read_node();
+          return finish(done);
+        }
+        reduce_block();
+        stage_ = Stage::share;
+      } else {
+        if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
+        const CollArgs across = a_.coll == Coll::allreduce
+                                    ? CollArgs::reduction(Coll::allreduce, a_.recv, a_.recv, a_.count, a_.dtype,
+                                                          combining_op(a_.op))
+                                          .placed(0)
+                                    : CollArgs{};
+        PG_CHECK(p_.leaders_->start(across, &across_));
+        stage_ = Stage::across;
+      }
+    }
+    if (stage_ == Stage::share) {
+      for (const Part &part : p_.parts_)
+        if (part.flags[t_ % 2].done.load(std::memory_order_acquire) < t_) return PG_OK;
+      gather_blocks();
+      return finish(done);
     }
     if (stage_ == Stage::across) {
       bool finished = false;
@@ -82,7 +94,7 @@ class FastPath::Op final : public Request {
   }
 
  private:
-  enum class Stage { publish, gather, across, finished };
+  enum class Stage { publish, gather, share, across, finished };
 
   bool leader_mode() const { return p_.nodes_ > 1; }
   std::size_t bytes() const { return a_.count * dtype_size(a_.dtype); }
@@ -92,7 +104,14 @@ class FastPath::Op final : public Request {
   void publish() {
     const std::size_t n = input_bytes(a_, p_.local_, p_.local_size_);
     const bool copy = n > 0 && !(leader_mode() && p_.local_ == 0);
-    if (copy) {
+    if (copy && split()) {  // every block but this rank's own
+      const auto [lo, len] = block(p_.local_);
+      const std::size_t size = dtype_size(a_.dtype);
+      char *slot = p_.input(p_.local_, t_, n);
+      std::memcpy(slot, a_.send, lo * size);
+      std::memcpy(slot + (lo + len) * size, static_cast<const char *>(a_.send) + (lo + len) * size,
+                  n - (lo + len) * size);
+    } else if (copy) {
       const void *from = a_.coll == Coll::broadcast ? a_.recv : a_.send;
       std::memcpy(p_.input(p_.local_, t_, n), from, n);
     }
@@ -114,6 +133,50 @@ class FastPath::Op final : public Request {
     }
     reduce_into(a_.dtype, op, out, source(0), source(1), a_.count);
     for (int q = 2; q < p_.local_size_; ++q) reduce_local(a_.dtype, op, out, source(q), a_.count);
+  }
+
+  // A large allreduce on one node is split: each rank reduces one block of
+  // the elements (in local-rank order, so the bits do not depend on who
+  // reduces), publishes it in its slot with done = t, and every rank copies
+  // the blocks. Each rank then reads about 2/L of the data from its peers
+  // instead of (L-1), and reduces 1/L of it.
+  bool split() const {
+    return a_.coll == Coll::allreduce && !leader_mode() && p_.local_size_ > 1 && bytes() >= p_.split_bytes_;
+  }
+  // Block q's first element and length, in elements: whole cache lines but the last.
+  std::pair<std::size_t, std::size_t> block(int q) const {
+    const std::size_t line = 64 / dtype_size(a_.dtype);
+    const std::size_t ranks = static_cast<std::size_t>(p_.local_size_);
+    const std::size_t per = round_up((a_.count + ranks - 1) / ranks, line);
+    const std::size_t lo = std::min(a_.count, static_cast<std::size_t>(q) * per);
+    return {lo, std::min(a_.count, lo + per) - lo};
+  }
+
+  // This rank's block, reduced in its own slot (where it published no input:
+  // only this rank reads that block of its input, from the user's buffer),
+  // then copied to the user's buffer.
+  void reduce_block() {
+    const auto [lo, len] = block(p_.local_);
+    const std::size_t size = dtype_size(a_.dtype), n = bytes();
+    const pg_op op = combining_op(a_.op);
+    auto source = [&](int q) -> const char * {
+      return (q == p_.local_ ? static_cast<const char *>(a_.send) : p_.input(q, t_, n)) + lo * size;
+    };
+    char *out = p_.input(p_.local_, t_, n) + lo * size;
+    reduce_into(a_.dtype, op, out, source(0), source(1), len);
+    for (int q = 2; q < p_.local_size_; ++q) reduce_local(a_.dtype, op, out, source(q), len);
+    reduce_finish(a_.dtype, a_.op, out, len, p_.size_);
+    p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].done.store(t_, std::memory_order_release);
+    std::memcpy(static_cast<char *>(a_.recv) + lo * size, out, len * size);
+  }
+
+  void gather_blocks() {
+    const std::size_t size = dtype_size(a_.dtype), n = bytes();
+    for (int q = 0; q < p_.local_size_; ++q) {
+      if (q == p_.local_) continue;
+      const auto [lo, len] = block(q);
+      std::memcpy(static_cast<char *>(a_.recv) + lo * size, p_.input(q, t_, n) + lo * size, len * size);
+    }
   }
 
   // One node: what this rank needs of every local rank's input.
@@ -164,8 +227,8 @@ class FastPath::Op final : public Request {
   std::unique_ptr<Request> across_;
 };
 
-pg_status FastPath::create(MPI_Comm node_comm, std::size_t slot_bytes, int nodes, int size, Backend *leaders,
-                           std::unique_ptr<FastPath> *out) {
+pg_status FastPath::create(MPI_Comm node_comm, std::size_t slot_bytes, std::size_t split_bytes, int nodes, int size,
+                           Backend *leaders, std::unique_ptr<FastPath> *out) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "flags are shared between processes");
   std::unique_ptr<FastPath> f(new FastPath());
   MPI_Comm_rank(node_comm, &f->local_);
@@ -174,6 +237,7 @@ pg_status FastPath::create(MPI_Comm node_comm, std::size_t slot_bytes, int nodes
   f->size_ = size;
   f->leaders_ = leaders;
   f->slot_bytes_ = round_up(slot_bytes, 64);
+  f->split_bytes_ = split_bytes;
   const std::size_t slots_at = round_up(2 * sizeof(Flag), kPage);
   NodeWindow window;
   PG_CHECK(allocate_node_window(node_comm, slots_at + 2 * f->slot_bytes_, "fairring's fast path", &window));

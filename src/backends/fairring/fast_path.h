@@ -38,11 +38,12 @@ namespace pg::fairring {
 class FastPath {
  public:
   // Collective over node_comm. `slot_bytes`: the largest input one rank
-  // publishes in a slot (PGS_FAIRRING_FAST_BYTES). `leaders`: the rail of the
+  // publishes in a slot (PGS_FAIRRING_FAST_BYTES); `split_bytes`: allreduces
+  // on one node from this size up are split (PGS_FAIRRING_SPLIT_BYTES). `leaders`: the rail of the
   // node's first ranks (an instance of its own, for allreduce and barrier
   // across nodes), or null on one node.
-  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, int nodes, int size, Backend *leaders,
-                          std::unique_ptr<FastPath> *out);
+  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, std::size_t split_bytes, int nodes, int size,
+                          Backend *leaders, std::unique_ptr<FastPath> *out);
   ~FastPath();  // collective over the node, like create
   FastPath(const FastPath &) = delete;
   FastPath &operator=(const FastPath &) = delete;
@@ -79,7 +80,7 @@ class FastPath {
 
   MPI_Win win_ = MPI_WIN_NULL;
   int local_ = 0, local_size_ = 1, nodes_ = 1, size_ = 1;
-  std::size_t slot_bytes_ = 0;
+  std::size_t slot_bytes_ = 0, split_bytes_ = 0;
   std::vector<Part> parts_;
   Backend *leaders_ = nullptr;
   std::uint64_t started_ = 0;   // operations started here

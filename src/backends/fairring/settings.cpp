@@ -46,6 +46,10 @@ const params::Param<Settings> kRows[] = {
        return params::parse_size(n, v, 0, Settings::kMaxFastBytes, &s->fast_bytes);
      },
      [](const Settings &s) { return std::to_string(s.fast_bytes); }},
+    {"PGS_FAIRRING_SPLIT_BYTES", "16K",
+     "fast-path allreduces on one node from this size up: each rank reduces one block, then all copy the blocks",
+     [](const char *n, const char *v, Settings *s) { return params::parse_size(n, v, &s->split_bytes); },
+     [](const Settings &s) { return std::to_string(s.split_bytes); }},
 };
 
 }  // namespace
