@@ -1,6 +1,6 @@
 // The gloo backend: a plugin (libpg_backend_gloo.so) that runs allreduce,
-// broadcast, allgather and barrier on Gloo's TCP transport. Every other
-// operation is left NULL and runs on the default backend.
+// broadcast, allgather, barrier, allgatherv and alltoallv on Gloo's TCP
+// transport. Every other operation is left NULL and runs on the default backend.
 //
 // Set-up (pg_backend_ops.create, collective over ctx->comm) is
 // pg_gloo::connect_mesh (gloo_mesh.h): a TCP device, then a full mesh of
@@ -8,12 +8,16 @@
 // each step.
 //
 // Operations use Gloo's options-style collectives only (gloo::allreduce,
-// broadcast, allgather, barrier), never its older algorithm classes, and each
-// call gets a fresh tag. Allreduce combines with the library's kernel
+// broadcast, allgather, barrier, allgatherv, alltoallv), never its older
+// algorithm classes, and each call gets a fresh tag. Gloo's allgatherv and
+// alltoallv place the blocks one after the other in rank order: blocks at other
+// displacements go through a packed staging buffer. Allreduce combines with the library's kernel
 // (pg_reduce_local, pg_reduce_finish for AVG) on Gloo's ring, which computes
 // each element once and copies it to every rank: every dtype/op pair is
 // served, with the same bits on every rank.
 #include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <mpi.h>
@@ -24,6 +28,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gloo_mesh.h"
 #include "pg_backend.h"
@@ -154,6 +159,110 @@ pg_status gloo_allgather(void *state, const void *send, void *recv, size_t sendc
   });
 }
 
+// --- the uneven collectives: blocks packed in rank order for Gloo ------------------
+
+// Whether the blocks lie one after the other in rank order from element 0
+// (empty blocks anywhere), as Gloo places them.
+bool packed(const size_t *counts, const size_t *displs, int size) {
+  size_t at = 0;
+  for (int r = 0; r < size; ++r) {
+    if (counts[r] > 0 && displs[r] != at) return false;
+    at += counts[r];
+  }
+  return true;
+}
+
+size_t total(const size_t *counts, int size) {
+  size_t t = 0;
+  for (int r = 0; r < size; ++r) t += counts[r];
+  return t;
+}
+
+// Copies the blocks between the caller's layout and the packed one.
+void pack(uint8_t *to, const uint8_t *from, const size_t *counts, const size_t *displs, int size, size_t es) {
+  for (int r = 0; r < size; ++r, to += counts[r - 1] * es)
+    if (counts[r] > 0) std::memcpy(to, from + displs[r] * es, counts[r] * es);
+}
+void unpack(uint8_t *to, const uint8_t *from, const size_t *counts, const size_t *displs, int size, size_t es) {
+  for (int r = 0; r < size; ++r, from += counts[r - 1] * es)
+    if (counts[r] > 0) std::memcpy(to + displs[r] * es, from, counts[r] * es);
+}
+
+// A buffer Gloo can take for an empty side (it registers every buffer).
+uint8_t *nonempty(uint8_t *p, std::vector<uint8_t> &spare) {
+  if (p != nullptr) return p;
+  spare.assign(1, 0);
+  return spare.data();
+}
+
+pg_status gloo_allgatherv(void *state, const void *send, size_t sendcount, void *recv, const size_t *recvcounts,
+                          const size_t *displs, pg_dtype dtype) {
+  auto *st = static_cast<GlooState *>(state);
+  const int size = st->ctx->size, rank = st->ctx->rank;
+  const size_t es = pg_dtype_size(dtype), bytes = sendcount * es;
+  uint8_t *out = static_cast<uint8_t *>(recv);
+  const uint8_t *in = static_cast<const uint8_t *>(send);
+  if (size == 1) {
+    if (bytes > 0 && in != out + displs[0] * es) std::memmove(out + displs[0] * es, in, bytes);
+    return PG_OK;
+  }
+  if (total(recvcounts, size) == 0) return PG_OK;  // every rank sees the same counts
+  return guarded(st, "allgatherv", [&] {
+    const bool direct = packed(recvcounts, displs, size);
+    std::vector<uint8_t> stage, mine, spare;
+    if (!direct) stage.resize(total(recvcounts, size) * es);
+    // In place the input lies inside the output: Gloo gets a copy of it.
+    if (bytes > 0 && in >= out && in < out + (displs[rank] + sendcount) * es) {
+      mine.assign(in, in + bytes);
+      in = mine.data();
+    }
+    std::vector<size_t> elements(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) elements[static_cast<size_t>(r)] = recvcounts[r] * es;
+    gloo::AllgathervOptions opts(st->mesh.context);
+    opts.setInput<uint8_t>(nonempty(const_cast<uint8_t *>(in), spare), bytes);
+    opts.setOutput<uint8_t>(direct ? out : stage.data(), elements);
+    opts.setTag(st->tag());
+    gloo::allgatherv(opts);
+    if (!direct) unpack(out, stage.data(), recvcounts, displs, size, es);
+  });
+}
+
+pg_status gloo_alltoallv(void *state, const void *send, const size_t *sendcounts, const size_t *sdispls, void *recv,
+                         const size_t *recvcounts, const size_t *rdispls, pg_dtype dtype) {
+  auto *st = static_cast<GlooState *>(state);
+  const int size = st->ctx->size;
+  const size_t es = pg_dtype_size(dtype);
+  const uint8_t *in = static_cast<const uint8_t *>(send);
+  uint8_t *out = static_cast<uint8_t *>(recv);
+  if (size == 1) {  // the library stages an in-place call: the buffers differ
+    if (sendcounts[0] > 0) std::memmove(out + rdispls[0] * es, in + sdispls[0] * es, sendcounts[0] * es);
+    return PG_OK;
+  }
+  return guarded(st, "alltoallv", [&] {
+    const bool send_direct = packed(sendcounts, sdispls, size), recv_direct = packed(recvcounts, rdispls, size);
+    std::vector<uint8_t> send_stage, recv_stage, spare_in, spare_out;
+    if (!send_direct) {
+      send_stage.resize(total(sendcounts, size) * es);
+      pack(send_stage.data(), in, sendcounts, sdispls, size, es);
+      in = send_stage.data();
+    }
+    if (!recv_direct) recv_stage.resize(total(recvcounts, size) * es);
+    std::vector<int64_t> sent(static_cast<size_t>(size)), received(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) {
+      sent[static_cast<size_t>(r)] = static_cast<int64_t>(sendcounts[r] * es);
+      received[static_cast<size_t>(r)] = static_cast<int64_t>(recvcounts[r] * es);
+    }
+    uint8_t *in_ptr = send_direct && total(sendcounts, size) == 0 ? nullptr : const_cast<uint8_t *>(in);
+    uint8_t *out_ptr = recv_direct ? (total(recvcounts, size) == 0 ? nullptr : out) : recv_stage.data();
+    gloo::AlltoallvOptions opts(st->mesh.context);
+    opts.setInput<uint8_t>(nonempty(in_ptr, spare_in), sent);
+    opts.setOutput<uint8_t>(nonempty(out_ptr, spare_out), received);
+    opts.setTag(st->tag());
+    gloo::alltoallv(opts);
+    if (!recv_direct) unpack(out, recv_stage.data(), recvcounts, rdispls, size, es);
+  });
+}
+
 pg_status gloo_barrier(void *state) {
   auto *st = static_cast<GlooState *>(state);
   if (st->ctx->size == 1) return PG_OK;
@@ -180,5 +289,7 @@ extern "C" PG_API pg_status pg_backend_plugin_init(void) {
   ops.broadcast = gloo_broadcast;
   ops.allgather = gloo_allgather;
   ops.barrier = gloo_barrier;
+  ops.allgatherv = gloo_allgatherv;
+  ops.alltoallv = gloo_alltoallv;
   return pg_backend_register(&ops);
 }
