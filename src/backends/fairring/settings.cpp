@@ -31,7 +31,7 @@ const params::Param<Settings> kRows[] = {
        return PG_OK;
      },
      [](const Settings &s) { return size_or_default(s.min_bytes); }},
-    {"PGS_FAIRRING_ALGO", "auto", "auto, or one algorithm at every size (fast, flat, hierarchical, leaders)",
+    {"PGS_FAIRRING_ALGO", "auto", "auto, or one algorithm at every size (fast, flat, hierarchical, leaders, node_aware)",
      [](const char *n, const char *v, Settings *s) {
        int index = 0;
        PG_CHECK(params::parse_choice(n, v, algorithm_choices(), &index));
@@ -46,7 +46,7 @@ const params::Param<Settings> kRows[] = {
        return params::parse_size(n, v, 0, Settings::kMaxFastBytes, &s->fast_bytes);
      },
      [](const Settings &s) { return std::to_string(s.fast_bytes); }},
-    {"PGS_FAIRRING_SPLIT_BYTES", "16K",
+    {"PGS_FAIRRING_SPLIT_BYTES", "4K",
      "fast-path allreduces on one node from this size up: each rank reduces one block, then all copy the blocks",
      [](const char *n, const char *v, Settings *s) { return params::parse_size(n, v, &s->split_bytes); },
      [](const Settings &s) { return std::to_string(s.split_bytes); }},
