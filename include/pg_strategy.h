@@ -283,6 +283,18 @@ PG_API pg_status pg_mpi_op(pg_dtype dtype, pg_op op, MPI_Op *out);
  * len 0. */
 PG_API pg_status pg_mpi_launcher(char *buf, size_t len);
 
+/** MPI_Init_thread(required, provided) as the library's own first
+ * pg_strategy_create does it, for applications and tools that make MPI calls
+ * before they create a strategy: under an MPI launcher, or for one process,
+ * plainly; without one, for a job of N > 1 processes that RANK and
+ * WORLD_SIZE describe, through the bootstrap. The application owns MPI then
+ * and finalizes it. PG_ERR_STATE when MPI is initialized already; when the
+ * bootstrap fails (the message names the missing ranks, or a variable and
+ * its value; MPI is then not initialized); and when MPI's world is 1 while the
+ * launcher says N (MPI is then initialized). PG_ERR_BACKEND when
+ * MPI_Init_thread fails. */
+PG_API pg_status pg_mpi_init(int required, int *provided);
+
 /** Rank 0 of a job of `size` processes that no MPI launcher started: opens
  * the job's rendezvous on `host` (NULL or "": PGS_BOOTSTRAP_ADDR's host, else
  * this machine's address on the route to MASTER_ADDR) and a free port

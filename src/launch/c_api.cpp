@@ -60,6 +60,19 @@ PG_API pg_status pg_mpi_launcher(char *buf, size_t len) {
   });
 }
 
+PG_API pg_status pg_mpi_init(int required, int *provided) {
+  const char *fn = "pg_mpi_init";
+  return guarded(fn, [&] {
+    if (!provided) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: provided is NULL", fn);
+    if (mpi_started()) return pg::fail(PG_ERR_STATE, "%s: MPI is initialized already", fn);
+    PG_CHECK(pg::launch::before_mpi_init());
+    const int code = MPI_Init_thread(nullptr, nullptr, required, provided);
+    pg::launch::after_mpi_init();
+    if (code != MPI_SUCCESS) return pg::mpi_failure(code, "MPI_Init_thread", __FILE__, __LINE__);
+    return pg::launch::check_world();
+  });
+}
+
 PG_API pg_status pg_bootstrap_listen(int size, const char *host, const char *secret, char *address, size_t len) {
   const char *fn = "pg_bootstrap_listen";
   return guarded(fn, [&] {

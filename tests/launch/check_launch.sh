@@ -5,7 +5,7 @@
 #
 #   check_launch.sh CASE
 #
-# Set by tests/launch/CMakeLists.txt: LAUNCH_JOB, DEMO (the C example),
+# Set by tests/launch/CMakeLists.txt: LAUNCH_JOB, DEMO (the C example), PG_TOPO, PG_BENCH,
 # PYTHON (empty without torch), BUILD_PYTHONPATH, SITE (the pip-installed
 # package), SCRIPTS (this folder), MPIEXEC, MPI_FLAVOR (mpich, openmpi),
 # MPI4PY_ENV. Each case prints what it checked; exit 0 when all held, 77
@@ -136,6 +136,18 @@ case $case_name in
     needs_bootstrap
     ENV_ALL="PGS_BACKEND=cpu:fairring PGS_FAIRRING_MIN_BYTES=0" copies 3 "$LAUNCH_JOB"
     for ((r = 0; r < 3; ++r)); do expect "$out/copy$r.out" "rank $r of 3, .*backend fairring: OK" "fairring on copy $r"; done ;;
+  tools)
+    needs_bootstrap
+    # The tools call pg_mpi_init instead of MPI_Init_thread: they run as plain copies too.
+    copies 2 "$PG_TOPO"
+    expect "$out/copy0.out" "rank 1: .* launcher=torchrun rank 1/2 local 1/2; MPI brought up by pgstrategy's bootstrap (rank 1 of 2" \
+      "pg-topo: rank 1 says how MPI came up"
+    expect "$out/copy0.out" "plan: 1 node x 2 ranks per node" "pg-topo: one node of 2"
+    expect_rc 0 0 "pg-topo succeeds"
+    copies 2 "$PG_BENCH" -b 8 -e 64K -f 8 -n 5 -w 2 -B mpi,fairring
+    expect "$out/copy0.out" "32768 .* fairring " "pg-bench's rows up to 32 KiB, fairring's among them"
+    expect_rc 0 0 "pg-bench succeeds (every result checked)"
+    expect_rc 1 0 "pg-bench's rank 1 succeeds" ;;
   # -- bad input ---------------------------------------------------------------
   missing_rank)
     needs_bootstrap

@@ -113,7 +113,14 @@ int main(int argc, char **argv) {
   pgbench::Options opts;
   const std::string error = pgbench::parse_options(argc, argv, &opts);
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, pgbench::thread_level(opts.thread_level), &provided);
+  // As the library would: also without an MPI launcher (plain copies with RANK/WORLD_SIZE, torchrun).
+  if (pg_mpi_init(pgbench::thread_level(opts.thread_level), &provided) != PG_OK) {
+    std::fprintf(stderr, "pg-bench: error: %s\n", pg_last_error());
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) MPI_Finalize();
+    return 1;
+  }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int status = 0;

@@ -111,7 +111,16 @@ int main(int argc, char **argv) {
   }
 
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  // As the library would: also without an MPI launcher. A world of 1 while the
+  // launcher says N is reported by the strategy's creation below, like every rank's.
+  if (pg_mpi_init(MPI_THREAD_MULTIPLE, &provided) != PG_OK) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      std::fprintf(stderr, "pg-topo: cannot start MPI: %s\n", pg_last_error());
+      return 1;
+    }
+  }
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
