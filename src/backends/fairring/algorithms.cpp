@@ -1,5 +1,7 @@
 #include "backends/fairring/algorithms.h"
 
+#include <cstdint>
+
 #include "backends/fairring/fast_path.h"
 
 #include "core/dtype.h"
@@ -44,6 +46,16 @@ constexpr AlgorithmInfo kAlgorithms[] = {
      "reduce to each node's first rank, allreduce among those, broadcast in the node (allreduce_leaders.cpp)",
      [](const Situation &s, const CollArgs &a) { return !s.cuda && a.coll == Coll::allreduce; },
      [](const Situation &s, const CollArgs &) { return s.irregular; }},
+    {Algorithm::node_aware, "node_aware",
+     "alltoallv wherever it can run, at every size (its counts differ by rank, so no size rule applies)",
+     "CPU, a regular layout of several nodes of several ranks (alltoallv only)",
+     "the node's ranks share their counts; blocks within the node go directly; what the node sends to each "
+     "other node is gathered by the rank whose rail carries that node pair, crosses as one message per node "
+     "pair, and is scattered on arrival (alltoallv_node_aware.cpp)",
+     [](const Situation &s, const CollArgs &a) {
+       return !s.cuda && !s.irregular && s.nodes > 1 && s.local_size > 1 && a.coll == Coll::alltoallv;
+     },
+     nullptr},
 };
 
 // A large allreduce: what the rule is described by.
@@ -54,7 +66,8 @@ CollArgs large_allreduce() {
 // Whether an algorithm can run an allreduce here, of some size.
 bool can_run(const AlgorithmInfo &row, const Situation &s) {
   return row.fits(s, large_allreduce()) ||
-         row.fits(s, CollArgs::reduction(Coll::allreduce, nullptr, nullptr, 1, PG_FLOAT32, PG_SUM));
+         row.fits(s, CollArgs::reduction(Coll::allreduce, nullptr, nullptr, 1, PG_FLOAT32, PG_SUM)) ||
+         row.fits(s, CollArgs::movement(Coll::alltoallv, nullptr, nullptr, 1, PG_FLOAT32));
 }
 
 std::string names_that_fit(const Situation &s) {
@@ -67,6 +80,7 @@ std::string names_that_fit(const Situation &s) {
 }  // namespace
 
 std::size_t message_bytes(const CollArgs &a, int ranks) {
+  if (is_uneven(a.coll)) return SIZE_MAX;
   const std::size_t bytes = a.count * dtype_size(a.dtype);
   return a.coll == Coll::allreduce ? bytes : bytes * static_cast<std::size_t>(ranks);
 }
@@ -109,9 +123,19 @@ pg_status check_forced(const Situation &s, std::optional<Algorithm> forced) {
               names_that_fit(s).c_str());
 }
 
+namespace {
+std::string allreduce_rule(const Situation &s, std::optional<Algorithm> forced);
+}  // namespace
+
 std::string describe_rule(const Situation &s, std::optional<Algorithm> forced) {
+  const Algorithm uneven = choose(s, CollArgs::movement(Coll::alltoallv, nullptr, nullptr, 1, PG_FLOAT32), forced);
+  return allreduce_rule(s, forced) + "; alltoallv: " + info(uneven).name;
+}
+
+namespace {
+std::string allreduce_rule(const Situation &s, std::optional<Algorithm> forced) {
   const Algorithm big = choose(s, large_allreduce(), forced);
-  if (forced) return std::string("allreduce: ") + info(*forced).name + " at every size (PGS_FAIRRING_ALGO)";
+  if (forced) return std::string("allreduce: ") + info(big).name + " at every size (PGS_FAIRRING_ALGO)";
   const std::string small = s.fast ? "fast up to " + text::format_bytes(s.fast->slot_bytes()) + ", " : "";
   if (big == Algorithm::flat)
     return "allreduce: " + small + "flat " + (s.fast ? "above" : "at every size") + " (hierarchical needs " +
@@ -119,5 +143,6 @@ std::string describe_rule(const Situation &s, std::optional<Algorithm> forced) {
   return "allreduce: " + small + "flat below " + text::format_bytes(s.min_bytes) + ", " + info(big).name +
          " from there";
 }
+}  // namespace
 
 }  // namespace pg::fairring

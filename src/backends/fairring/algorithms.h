@@ -14,7 +14,7 @@
 
 namespace pg::fairring {
 
-enum class Algorithm { fast, flat, hierarchical, leaders };
+enum class Algorithm { fast, flat, hierarchical, leaders, node_aware };
 
 class FastPath;
 
@@ -26,6 +26,7 @@ struct Situation {
   int size = 1;                // ranks
   std::size_t min_bytes = 0;   // PGS_FAIRRING_MIN_BYTES in effect
   const FastPath *fast = nullptr;  // the small-message path, where the node has one
+  int nodes = 1, local_size = 1;   // nodes, and ranks per node (regular layouts)
 };
 
 struct AlgorithmInfo {
@@ -41,7 +42,9 @@ struct AlgorithmInfo {
 };
 
 // The bytes a collective's size is measured in (as nccl-tests does): the
-// buffer of allreduce, the whole (all ranks') buffer of reduce_scatter and allgather.
+// buffer of allreduce, the whole (all ranks') buffer of reduce_scatter and
+// allgather. The uneven collectives' sizes differ by rank, so no rule may
+// choose by them (every rank must choose alike): the largest size_t.
 std::size_t message_bytes(const CollArgs &a, int ranks);
 
 const AlgorithmInfo &info(Algorithm algorithm);

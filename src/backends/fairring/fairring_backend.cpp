@@ -31,6 +31,8 @@ class FairringBackend final : public Backend {
     // with MPI across several nodes (CUDA). Regular layouts only.
     const bool transport = !irregular && (cuda ? shape_.nodes > 1 : shape_.local_size > 1);
     situation_ = {cuda, irregular, transport, c.size, *settings_.min_bytes};
+    situation_.nodes = c.node_count;
+    situation_.local_size = c.local_size;
     // The sub-instances, through the library's own factory: the device default
     // (mpi, or nccl on CUDA) on the whole communicator; mpi on the node (CPU)
     // and on the rail, on host memory.
@@ -89,6 +91,9 @@ class FairringBackend final : public Backend {
       case Coll::broadcast:
       case Coll::reduce:
       case Coll::barrier: return fast_ != nullptr;
+      // Where node_aware can run (elsewhere the device default runs it, as flat would).
+      case Coll::alltoallv:
+        return info(Algorithm::node_aware).fits(situation_, CollArgs::movement(Coll::alltoallv, nullptr, nullptr, 1, PG_UINT8));
       default: return false;
     }
   }
@@ -100,6 +105,7 @@ class FairringBackend final : public Backend {
       case Algorithm::fast: return fast_->run(a);
       case Algorithm::hierarchical: return hierarchical(a)->wait();
       case Algorithm::leaders: return allreduce_leaders(a, shape_, *node_->backend, *rail_->backend);
+      case Algorithm::node_aware: return alltoallv_node_aware(a, shape_, *node_->backend, *rail_->backend);
       case Algorithm::flat: break;
     }
     return flat_->backend->run(a);
@@ -111,7 +117,8 @@ class FairringBackend final : public Backend {
     switch (algorithm) {
       case Algorithm::fast: return fast_->start(a, out);
       case Algorithm::hierarchical: *out = hierarchical(a); return PG_OK;
-      case Algorithm::leaders: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
+      case Algorithm::leaders:
+      case Algorithm::node_aware: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
       case Algorithm::flat: break;
     }
     return flat_->backend->start(a, out);
