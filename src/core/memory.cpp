@@ -1,5 +1,7 @@
 #include "core/memory.h"
 
+#include <cstdint>
+
 #include <sys/statvfs.h>
 
 #include "cuda/runtime.h"
@@ -44,15 +46,27 @@ pg_status allocate_node_window(MPI_Comm node_comm, std::size_t bytes, const char
   PG_MPI_CHECK(MPI_Info_create(&info));
   // Each rank's part on its own pages, placed near the rank that first touches it.
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  // Open MPI may start a part a few bytes into a page (its own header first);
+  // each part is over-allocated and its start rounded up to a cache line, so
+  // atomics and vector loads on it are aligned. The shared segment is mapped
+  // page-aligned in every process, so every process rounds a part alike.
+  constexpr std::uintptr_t kAlign = 64;
   NodeWindow w;
-  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes ? bytes : 1), 1, info, node_comm, &w.base, &w.win);
+  char *raw = nullptr;
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + kAlign), 1, info, node_comm, &raw, &w.win);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) return mpi_failure(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
+  const auto aligned = [](char *p) {
+    return p + (kAlign - reinterpret_cast<std::uintptr_t>(p) % kAlign) % kAlign;
+  };
+  w.base = aligned(raw);
   w.parts.resize(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) {
     MPI_Aint part_size = 0;
     int disp = 0;
-    PG_MPI_CHECK(MPI_Win_shared_query(w.win, r, &part_size, &disp, &w.parts[static_cast<std::size_t>(r)]));
+    char *part = nullptr;
+    PG_MPI_CHECK(MPI_Win_shared_query(w.win, r, &part_size, &disp, &part));
+    w.parts[static_cast<std::size_t>(r)] = aligned(part);
   }
   *out = std::move(w);
   return PG_OK;
