@@ -25,6 +25,18 @@ except ImportError as error:
     sys.exit(77)
 
 
+def since_start():
+    """Seconds since this process started, from the kernel (field 22 of /proc/self/stat)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    with open("/proc/self/stat") as f:
+        started = int(f.read().rsplit(")", 1)[1].split()[19]) / ticks
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0]) - started
+
+
+IMPORTED = since_start()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--die", type=int, default=-1, help="this rank kills itself among allreduces")
@@ -44,14 +56,9 @@ def main():
     t = torch.full((1000,), float(rank + 1))
     dist.all_reduce(t)
     if args.time:
-        # The process's own start, from the kernel (seconds since boot, field 22 of /proc/self/stat).
-        ticks = os.sysconf("SC_CLK_TCK")
-        with open("/proc/self/stat") as f:
-            started = int(f.read().rsplit(")", 1)[1].split()[19]) / ticks
-        with open("/proc/uptime") as f:
-            now = float(f.read().split()[0])
-        print(f"torch_job: rank {rank}: first allreduce done {now - started:.2f} s after the process started",
-              flush=True)
+        done = since_start()
+        print(f"torch_job: rank {rank}: first allreduce done {done:.2f} s after the process started "
+              f"({done - IMPORTED:.2f} s after torch was imported)", flush=True)
     check(torch.equal(t, torch.full((1000,), size * (size + 1) / 2)), f"allreduce gave {t[:4].tolist()}")
     check(str(rank) == os.environ.get("RANK", str(rank)), f"torch's rank {rank}, RANK={os.environ.get('RANK')}")
     if not pgstrategy_torch.mpi_launcher():
