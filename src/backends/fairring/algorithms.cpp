@@ -47,7 +47,8 @@ constexpr AlgorithmInfo kAlgorithms[] = {
      [](const Situation &s, const CollArgs &a) { return !s.cuda && a.coll == Coll::allreduce; },
      [](const Situation &s, const CollArgs &) { return s.irregular; }},
     {Algorithm::node_aware, "node_aware",
-     "alltoallv wherever it can run, at every size (its counts differ by rank, so no size rule applies)",
+     "only when PGS_FAIRRING_ALGO names it: on 2 hosts x 2 ranks at 1 Gbit/s it took 2-3x MPI_Alltoallv's "
+     "time (docs/performance.md), so alltoallv runs flat",
      "CPU, a regular layout of several nodes of several ranks (alltoallv only)",
      "the node's ranks share their counts; blocks within the node go directly; what the node sends to each "
      "other node is gathered by the rank whose rail carries that node pair, crosses as one message per node "
@@ -55,7 +56,7 @@ constexpr AlgorithmInfo kAlgorithms[] = {
      [](const Situation &s, const CollArgs &a) {
        return !s.cuda && !s.irregular && s.nodes > 1 && s.local_size > 1 && a.coll == Coll::alltoallv;
      },
-     nullptr},
+     [](const Situation &, const CollArgs &) { return false; }},
 };
 
 // A large allreduce: what the rule is described by.
