@@ -8,6 +8,7 @@
 
 #include "core/agree.h"
 #include "core/dtype.h"
+#include "core/entry.h"
 #include "core/info.h"
 #include "core/reduce.h"
 #include "core/registry.h"
@@ -23,19 +24,8 @@ namespace {
 
 using pg::Coll;
 using pg::CollArgs;
-
-template <typename F>
-pg_status guarded(const char *fn, F &&body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return pg::fail(PG_ERR_NO_MEMORY, "%s: out of memory", fn);
-  } catch (const std::exception &e) {
-    return pg::fail(PG_ERR_INTERNAL, "%s: internal error: %s", fn, e.what());
-  } catch (...) {
-    return pg::fail(PG_ERR_INTERNAL, "%s: internal error", fn);
-  }
-}
+using pg::guarded;
+using pg::write_string;
 
 pg_status null_handle(const char *fn) {
   return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: the strategy is NULL", fn);
@@ -46,14 +36,6 @@ pg_status null_handle(const char *fn) {
 pg_status usable(const char *fn, const pg_strategy *s) {
   if (!s) return null_handle(fn);
   return pg::check_usable(fn, s);
-}
-
-pg_status write_string(const char *fn, const std::string &text, char *buf, size_t len) {
-  if (!buf || len == 0) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: buf is NULL or len is 0", fn);
-  size_t n = text.size() < len - 1 ? text.size() : len - 1;
-  std::memcpy(buf, text.data(), n);
-  buf[n] = '\0';
-  return PG_OK;
 }
 
 // `arrays`: the count and displacement arrays of an uneven collective.

@@ -6,6 +6,7 @@
 #include <new>
 #include <string>
 
+#include "core/entry.h"
 #include "core/runtime.h"
 #include "core/status.h"
 #include "core/text.h"
@@ -14,26 +15,8 @@
 
 namespace {
 
-template <typename F>
-pg_status guarded(const char *fn, F &&body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return pg::fail(PG_ERR_NO_MEMORY, "%s: out of memory", fn);
-  } catch (const std::exception &e) {
-    return pg::fail(PG_ERR_INTERNAL, "%s: internal error: %s", fn, e.what());
-  } catch (...) {
-    return pg::fail(PG_ERR_INTERNAL, "%s: internal error", fn);
-  }
-}
-
-pg_status write_string(const char *fn, const std::string &text, char *buf, size_t len) {
-  if (!buf || len == 0) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: buf is NULL or len is 0", fn);
-  const size_t n = text.size() < len - 1 ? text.size() : len - 1;
-  std::memcpy(buf, text.data(), n);
-  buf[n] = '\0';
-  return PG_OK;
-}
+using pg::guarded;
+using pg::write_string;
 
 pg_status check_secret(const char *fn, const char *secret) {
   std::string ignored;
