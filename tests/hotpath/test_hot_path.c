@@ -11,13 +11,21 @@
 
 static unsigned long *allocations;
 
-/* Allocations per call of `body`, after a warm-up of the same calls. */
-#define PER_CALL(result, body)                                  \
-  do {                                                          \
-    for (int i_ = 0; i_ < 20; ++i_) body;                        \
-    const unsigned long before_ = *allocations;                 \
-    for (int i_ = 0; i_ < CALLS; ++i_) body;                     \
-    result = (double)(*allocations - before_) / CALLS;          \
+/* Allocations per call of `body`, after a warm-up of the same calls: the
+ * fewest of three rounds, since the count is the whole process's and MPI's
+ * progress now and then allocates for a reason of its own (one allocation in
+ * a round of 200 calls was seen). An allocation the call itself makes shows
+ * in every round. */
+#define PER_CALL(result, body)                                      \
+  do {                                                              \
+    for (int i_ = 0; i_ < 20; ++i_) body;                            \
+    result = -1;                                                    \
+    for (int round_ = 0; round_ < 3; ++round_) {                    \
+      const unsigned long before_ = *allocations;                   \
+      for (int i_ = 0; i_ < CALLS; ++i_) body;                       \
+      const double per_call_ = (double)(*allocations - before_) / CALLS; \
+      if (result < 0 || per_call_ < result) result = per_call_;     \
+    }                                                               \
   } while (0)
 
 int main(void) {
@@ -43,10 +51,10 @@ int main(void) {
 
   PER_CALL(raw, MPI_Allreduce(x, y, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
   PER_CALL(got, pg_allreduce(mpi, x, y, 2, PG_FLOAT32, PG_SUM));
-  PG_TEST_TRUE(got <= raw, "mpi allreduce: %.2f allocations per call, MPI's own %.2f", got, raw);
+  PG_TEST_TRUE(got <= raw, "mpi allreduce: %.3f allocations per call, MPI's own %.3f", got, raw);
   PER_CALL(raw, MPI_Bcast(x, 2, MPI_FLOAT, 0, MPI_COMM_WORLD));
   PER_CALL(got, pg_broadcast(mpi, x, 2, PG_FLOAT32, 0));
-  PG_TEST_TRUE(got <= raw, "mpi broadcast: %.2f allocations per call, MPI's own %.2f", got, raw);
+  PG_TEST_TRUE(got <= raw, "mpi broadcast: %.3f allocations per call, MPI's own %.3f", got, raw);
 
   PG_TEST_STATUS(pg_strategy_destroy(fair), PG_OK);
   PG_TEST_STATUS(pg_strategy_destroy(mpi), PG_OK);

@@ -127,10 +127,13 @@ class MpiRaw : public MpiBarrierBackend {
         break;
       case Collective::ReduceScatterv:
         if (c.in_place) {
-          // MPI leaves the block at the start of the buffer; pg_strategy.h's at the rank's place.
-          void *base = const_cast<void *>(c.send);
-          status = MPI_Reduce_scatter(MPI_IN_PLACE, base, rc.data(), type, op, comm_);
-          if (status == MPI_SUCCESS && base != c.recv) std::memmove(c.recv, base, rc[me] * es);
+          // pg_strategy.h's in-place block is at the rank's place, MPI_IN_PLACE's
+          // at the start of the buffer; and MPICH 4.0.2 aborts moving it there
+          // when the block is longer than its displacement. Out of place into a
+          // staging block, as the mpi backend does.
+          staging_.resize(rc[me] * es + 1);
+          status = MPI_Reduce_scatter(c.send, staging_.data(), rc.data(), type, op, comm_);
+          if (status == MPI_SUCCESS) std::memcpy(c.recv, staging_.data(), rc[me] * es);
         } else {
           status = MPI_Reduce_scatter(c.send, c.recv, rc.data(), type, op, comm_);
         }

@@ -594,9 +594,13 @@ class MpiBackend final : public Backend {
     if (v.recv_total <= chunk_) {
       const int *counts = io.pending.keep(std::vector<int>(v.recv_counts.begin(), v.recv_counts.end()));
       if (a.in_place) {
-        char *whole = recv - v.send_displs[static_cast<std::size_t>(rank_)] * esize;
-        PG_MPI_CALL(io, MPI_Reduce_scatter, MPI_Ireduce_scatter, MPI_IN_PLACE, whole, counts, type, op, comm_);
-        if (whole != recv) io.pending.then([recv, whole, bytes] { std::memmove(recv, whole, bytes); });
+        // Out of place into a staging block, not MPI_IN_PLACE: MPI then moves
+        // this rank's block to the start of the buffer, and MPICH 4.0.2 does it
+        // with memcpy, which aborts (or corrupts) when the block is longer than
+        // its displacement (docs/known-issues.md).
+        char *out = io.pending.stage(bytes + 1).data();
+        PG_MPI_CALL(io, MPI_Reduce_scatter, MPI_Ireduce_scatter, a.send, out, counts, type, op, comm_);
+        io.pending.then([recv, out, bytes] { std::memcpy(recv, out, bytes); });
       } else {
         PG_MPI_CALL(io, MPI_Reduce_scatter, MPI_Ireduce_scatter, a.send, recv, counts, type, op, comm_);
       }
