@@ -112,16 +112,20 @@ def latency(args, rank, size):
             print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {statistics.median(times[name]) * 1e6:8.2f}")
 
 
-def ddp(args, rank, size):
+def training_steps(args, rank, size, title, wrap):
+    """ms per training step of mlp() wrapped by wrap(model, group) on every
+    group, interleaved, beside the same step without communication."""
     torch.set_num_threads(1)  # one core per rank
     made = groups()
     batch = torch.randn(args.batch, 1024), torch.randn(args.batch, 1024)
     models = {}
     for name, group in made.items():
         torch.manual_seed(0)
-        model = DistributedDataParallel(mlp(), process_group=group)
+        model = wrap(mlp(), group)
         models[name] = (model, torch.optim.SGD(model.parameters(), lr=1e-4))
-    params = sum(p.numel() for p in next(iter(models.values()))[0].parameters())
+    # the same step without communication: what the collectives add
+    alone = mlp()
+    models["alone"] = (alone, torch.optim.SGD(alone.parameters(), lr=1e-4))
 
     def step(name):
         model, optimizer = models[name]
@@ -129,82 +133,42 @@ def ddp(args, rank, size):
         nn.functional.mse_loss(model(batch[0]), batch[1]).backward()
         optimizer.step()
 
-    for name in made:  # warm-up
+    for name in models:  # warm-up
         step(name)
     times = {name: [] for name in made}
     for _ in range(args.reps):
         for name, group in made.items():
             times[name] += timed(group, args.steps, lambda n=name: step(n))
-    # the same step without communication: what the gradients' allreduces add
-    local = mlp()
-    optimizer = torch.optim.SGD(local.parameters(), lr=1e-4)
-
-    def alone():
-        optimizer.zero_grad()
-        nn.functional.mse_loss(local(batch[0]), batch[1]).backward()
-        optimizer.step()
-
-    alone()
-    compute = timed(made["gloo"], args.steps * args.reps, alone)
+    compute = timed(made["gloo"], args.steps * args.reps, lambda: step("alone"))
     if rank == 0:
-        print(f"DDP step, {params / 1e6:.1f} M parameters (float32), batch {args.batch}, {size} ranks, "
-              f"one thread each; ms per step (median of {args.reps} x {args.steps})")
-        print(f"  {'no communication':22} {statistics.median(compute) * 1e3:8.1f}")
-        for name in made:
-            print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {statistics.median(times[name]) * 1e3:8.1f}")
-
-
-def fsdp(args, rank, size):
-    from torch.distributed.device_mesh import DeviceMesh
-    from torch.distributed.fsdp import fully_shard
-
-    torch.set_num_threads(1)  # one core per rank
-    made = groups()
-    batch = torch.randn(args.batch, 1024), torch.randn(args.batch, 1024)
-    models = {}
-    for name, group in made.items():
-        torch.manual_seed(0)
-        model = mlp()
-        mesh = DeviceMesh.from_group(group, "cpu")
-        for layer in model:
-            if isinstance(layer, nn.Linear):
-                fully_shard(layer, mesh=mesh)
-        fully_shard(model, mesh=mesh)
-        models[name] = (model, torch.optim.SGD(model.parameters(), lr=1e-4))
-
-    def step(name):
-        model, optimizer = models[name]
-        optimizer.zero_grad()
-        nn.functional.mse_loss(model(batch[0]), batch[1]).backward()
-        optimizer.step()
-
-    for name in made:  # warm-up
-        step(name)
-    times = {name: [] for name in made}
-    for _ in range(args.reps):
-        for name, group in made.items():
-            times[name] += timed(group, args.steps, lambda n=name: step(n))
-    local = mlp()
-    optimizer = torch.optim.SGD(local.parameters(), lr=1e-4)
-
-    def alone():
-        optimizer.zero_grad()
-        nn.functional.mse_loss(local(batch[0]), batch[1]).backward()
-        optimizer.step()
-
-    alone()
-    compute = timed(made["gloo"], args.steps * args.reps, alone)
-    if rank == 0:
-        params = sum(p.numel() for p in local.parameters())
+        params = sum(p.numel() for p in alone.parameters())
         ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
         bare = statistics.median(compute) * 1e3
-        print(f"FSDP2 step, {params / 1e6:.1f} M parameters (float32), batch {args.batch}, {size} ranks, "
+        print(f"{title} step, {params / 1e6:.1f} M parameters (float32), batch {args.batch}, {size} ranks, "
               f"one thread each; ms per step (median of {args.reps} x {args.steps})")
         print(f"  {'no communication':22} {bare:8.1f}")
         for name in made:
             print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {ms[name]:8.1f}   "
                   f"gloo / this: {ms['gloo'] / ms[name]:.2f}")
         print(f"  communication's share of the gloo step: {(ms['gloo'] - bare) / ms['gloo']:.0%}")
+
+
+def ddp(args, rank, size):
+    training_steps(args, rank, size, "DDP", lambda model, group: DistributedDataParallel(model, process_group=group))
+
+
+def fsdp(args, rank, size):
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+
+    def shard(model, group):
+        mesh = DeviceMesh.from_group(group, "cpu")
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+        return fully_shard(model, mesh=mesh)
+
+    training_steps(args, rank, size, "FSDP2", shard)
 
 
 def main():
