@@ -482,7 +482,9 @@ class Suite {
     }
     // In place, blocks longer than their displacements, over 512 KiB in all
     // (where MPICH's reduce_scatter moves the blocks with memcpy and aborted on
-    // the overlap: docs/known-issues.md).
+    // the overlap: docs/known-issues.md). Not in the quick runs: under a tiny
+    // PGS_MPI_CHUNK_COUNT it would take hundreds of thousands of rounds.
+    if (quick) return;
     for (int mode = 1; mode < 3; ++mode)
       uneven_reduction(PG_FLOAT32, PG_SUM, kGrowing, std::size_t(1) << 17, true, mode == 2);
   }
