@@ -553,8 +553,10 @@ class Suite {
       Buffer &holder = in_place ? recv : send;
       for (std::size_t r = 0; r < P; ++r)
         for (std::size_t i = 0; i < sc[r]; ++i) store(holder.data, sd[r] + i, dtype, vcode(R_, int(r), i));
-      std::memcpy(want.data, holder.data, extent * es);  // in place: what is outside the receive blocks stays
-      if (!in_place) std::memset(want.data, 0x5a, extent * es);
+      if (in_place)
+        std::memcpy(want.data, holder.data, extent * es);  // what is outside the receive blocks stays
+      else
+        std::memset(want.data, 0x5a, extent * es);
       for (std::size_t q = 0; q < P; ++q)
         for (std::size_t i = 0; i < rc[q]; ++i) store(want.data, rd[q] + i, dtype, vcode(int(q), R_, i));
       pg_status st = call([&] {
