@@ -1,9 +1,6 @@
 // Every extern "C" entry of pg_strategy.h and pg_backend.h. Each one checks
 // its arguments and catches every exception: nothing crosses the C ABI.
 #include <cmath>
-#include <cstring>
-#include <new>
-#include <stdexcept>
 #include <string>
 
 #include "core/agree.h"

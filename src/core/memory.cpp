@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 
 #include "cuda/runtime.h"
+#include "core/round_up.h"
 #include "core/status.h"
 
 namespace pg {
@@ -57,7 +58,7 @@ pg_status allocate_node_window(MPI_Comm node_comm, std::size_t bytes, const char
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) return mpi_failure(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
   const auto aligned = [](char *p) {
-    return p + (kAlign - reinterpret_cast<std::uintptr_t>(p) % kAlign) % kAlign;
+    return reinterpret_cast<char *>(round_up(reinterpret_cast<std::uintptr_t>(p), kAlign));
   };
   w.base = aligned(raw);
   w.parts.resize(static_cast<std::size_t>(size));

@@ -2,8 +2,6 @@
 // its arguments and catches every exception: nothing crosses the C ABI.
 #include <mpi.h>
 
-#include <cstring>
-#include <new>
 #include <string>
 
 #include "core/entry.h"
@@ -47,6 +45,14 @@ PG_API pg_status pg_mpi_init(int required, int *provided) {
   const char *fn = "pg_mpi_init";
   return guarded(fn, [&] {
     if (!provided) return pg::fail(PG_ERR_INVALID_ARGUMENT, "%s: provided is NULL", fn);
+    if (required != MPI_THREAD_SINGLE && required != MPI_THREAD_FUNNELED && required != MPI_THREAD_SERIALIZED &&
+        required != MPI_THREAD_MULTIPLE)
+      return pg::fail(PG_ERR_INVALID_ARGUMENT,
+                      "%s: required is %d; expected MPI_THREAD_SINGLE, _FUNNELED, _SERIALIZED or _MULTIPLE", fn,
+                      required);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return pg::fail(PG_ERR_STATE, "%s: MPI has been finalized; it cannot start again", fn);
     if (mpi_started()) return pg::fail(PG_ERR_STATE, "%s: MPI is initialized already", fn);
     PG_CHECK(pg::launch::before_mpi_init());
     const int code = MPI_Init_thread(nullptr, nullptr, required, provided);

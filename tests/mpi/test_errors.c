@@ -24,6 +24,10 @@ int main(void) {
   PG_TEST_STATUS(pg_strategy_create("cuda:x", NULL, &s), PG_ERR_INVALID_ARGUMENT);
   PG_TEST_STATUS(pg_strategy_create(NULL, NULL, &s), PG_ERR_INVALID_ARGUMENT);
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, NULL), PG_ERR_INVALID_ARGUMENT);
+  /* pg_mpi_init: a thread level MPI does not know, then MPI started already. */
+  int provided = -1;
+  PG_TEST_STATUS(pg_mpi_init(42, &provided), PG_ERR_INVALID_ARGUMENT);
+  PG_TEST_STATUS(pg_mpi_init(MPI_THREAD_MULTIPLE, &provided), PG_ERR_STATE);
   PG_TEST_STATUS(pg_strategy_create("cpu", "fairing", &s), PG_ERR_UNKNOWN_BACKEND);
   expect_message("'fairing'");
   expect_message("mpi");  /* the registered names are listed */

@@ -125,15 +125,6 @@ pg_status check_forced(const Situation &s, std::optional<Algorithm> forced) {
 }
 
 namespace {
-std::string allreduce_rule(const Situation &s, std::optional<Algorithm> forced);
-}  // namespace
-
-std::string describe_rule(const Situation &s, std::optional<Algorithm> forced) {
-  const Algorithm uneven = choose(s, CollArgs::movement(Coll::alltoallv, nullptr, nullptr, 1, PG_FLOAT32), forced);
-  return allreduce_rule(s, forced) + "; alltoallv: " + info(uneven).name;
-}
-
-namespace {
 std::string allreduce_rule(const Situation &s, std::optional<Algorithm> forced) {
   const Algorithm big = choose(s, large_allreduce(), forced);
   if (forced) return std::string("allreduce: ") + info(big).name + " at every size (PGS_FAIRRING_ALGO)";
@@ -141,9 +132,16 @@ std::string allreduce_rule(const Situation &s, std::optional<Algorithm> forced) 
   if (big == Algorithm::flat)
     return "allreduce: " + small + "flat " + (s.fast ? "above" : "at every size") + " (hierarchical needs " +
            info(Algorithm::hierarchical).needs + ")";
+  // Every allreduce the fast path takes never reaches the flat threshold.
+  if (s.fast && s.fast->slot_bytes() >= s.min_bytes) return "allreduce: " + small + info(big).name + " above";
   return "allreduce: " + small + "flat below " + text::format_bytes(s.min_bytes) + ", " + info(big).name +
          " from there";
 }
 }  // namespace
+
+std::string describe_rule(const Situation &s, std::optional<Algorithm> forced) {
+  const Algorithm uneven = choose(s, CollArgs::movement(Coll::alltoallv, nullptr, nullptr, 1, PG_FLOAT32), forced);
+  return allreduce_rule(s, forced) + "; alltoallv: " + info(uneven).name;
+}
 
 }  // namespace pg::fairring

@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/reduce.h"
+#include "core/round_up.h"
 #include "core/runtime.h"
 #include "core/status.h"
 
@@ -14,8 +15,6 @@ namespace pg::fairring {
 namespace {
 
 constexpr std::size_t kPage = 4096;
-
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 // The bytes a rank publishes for `a` (its input), on `ranks` ranks.
 std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {

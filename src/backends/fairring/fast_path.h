@@ -6,8 +6,10 @@
 //   flag[t%2] = { seq, done, payload[48] }   seq: the rank has published its
 //                                            input to operation t (inline in
 //                                            payload when it fits, else in
-//                                            slot[t%2]); done: the node's
-//                                            leader has put t's result there
+//                                            slot[t%2]); done: the result
+//                                            of t is there (the node's leader's
+//                                            across nodes; on one node, split,
+//                                            each rank's reduced block)
 //
 // An operation: every rank copies its input to its own flag or slot and
 // stores seq = t (release); waits until every local rank's seq[t%2] is t
@@ -57,7 +59,8 @@ class FastPath {
   // Starts `a` (which fits); the request finishes when this rank's result is
   // in place and no peer reads its buffers.
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out);
-  // The same, waited for here: nothing allocated (the blocking hot path).
+  // The same, waited for here: nothing allocated on one node (the blocking
+  // hot path); across nodes the leader's MPI request is the one allocation.
   pg_status run(const CollArgs &a);
 
  private:

@@ -7,6 +7,7 @@
 #endif
 
 #include "core/reduce.h"
+#include "core/round_up.h"
 #include "core/runtime.h"
 #include "core/status.h"
 
@@ -15,8 +16,6 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 constexpr std::int64_t kInSlot = -1;
-
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 // Messages from this size on are gathered with non-temporal stores: the
 // receive buffer is written once and not read back by the gather, so streaming
