@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/in_place.h"
 #include "pg_strategy.h"
+#include "util/in_place.h"
 
 #define PGF_INTERNAL __attribute__((visibility("hidden")))
 
@@ -318,7 +318,7 @@ typedef struct pair_layout {
   size_t offset;       /* in place: the inner buffer's first element in the outer one */
 } pair_layout;
 
-/* The layout of a call whose in-place form is `ip` (core/in_place.h): in place
+/* The layout of a call whose in-place form is `ip` (util/in_place.h): in place
  * when the same array is passed as both buffers. */
 static pair_layout layout_of(unsigned long long send_count, unsigned long long recv_count, int send_used,
                              int recv_used, pg_in_place ip, const CFI_cdesc_t *send, const CFI_cdesc_t *recv) {

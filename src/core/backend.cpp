@@ -1,8 +1,8 @@
 #include "core/backend.h"
 
-#include "core/dtype.h"
-#include "core/in_place.h"
-#include "core/poll.h"
+#include "util/dtype.h"
+#include "util/in_place.h"
+#include "util/poll.h"
 
 namespace pg {
 

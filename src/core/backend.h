@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/in_place.h"
 #include "pg_backend.h"
+#include "util/in_place.h"
 
 namespace pg {
 
@@ -66,7 +66,7 @@ struct CollArgs {
   std::size_t recv_count = 0;  // sendrecv: elements received
   int source = 0;              // sendrecv: the rank received from
   // Whether the call is in its in-place layout on this rank (the table in
-  // core/in_place.h). Worked out once, when the call is validated; backends
+  // util/in_place.h). Worked out once, when the call is validated; backends
   // read it and never compare the buffers themselves.
   bool in_place = false;
   // The uneven collectives' counts and displacements; null for the others
@@ -96,7 +96,7 @@ struct CollArgs {
   }
 };
 
-// The in-place layout of `a` on rank `rank` (core/in_place.h).
+// The in-place layout of `a` on rank `rank` (util/in_place.h).
 pg_in_place in_place_layout(const CollArgs &a, int rank);
 
 inline bool is_reduction(Coll c) {

@@ -5,14 +5,14 @@
 #include <cstring>
 #include <string>
 
-#include "core/agree.h"
-#include "core/dtype.h"
-#include "core/poll.h"
 #include "core/runtime.h"
-#include "core/status.h"
 #include "core/strategy.h"
 #include "core/trace.h"
 #include "core/watchdog.h"
+#include "mpi/agree.h"
+#include "util/dtype.h"
+#include "util/poll.h"
+#include "util/status.h"
 
 namespace pg {
 namespace {
@@ -63,8 +63,7 @@ bool settle(pg_work *w, double timeout_s);
 Until polled_by_caller(pg_strategy *s) {
   Until until;
   if (s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE) {
-    until.watched = s;
-    until.watch = [s] { return watchdog::own_marks(s).current(); };
+    until.check = [s] { watchdog::abort_if_overdue(s, watchdog::own_marks(s).current()); };
   }
   return until;
 }
@@ -380,10 +379,7 @@ pg_status poll_native(pg_work *w, double timeout_s, bool *done) {
   }
   Until until;
   until.timeout_s = timeout_s;
-  if (watched) {
-    until.watched = s;
-    until.watch = [w] { return w->watch; };
-  }
+  if (watched) until.check = [s, w] { watchdog::abort_if_overdue(s, w->watch); };
   const pg_status st = poll([w](bool *d) { return w->native->test(d); }, until, done);
   if (st != PG_OK) *done = true;
   return st;

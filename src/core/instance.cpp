@@ -1,8 +1,8 @@
 #include "core/instance.h"
 
-#include "core/log.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/log.h"
+#include "util/status.h"
 
 namespace pg {
 

@@ -5,8 +5,8 @@
 #include <sys/statvfs.h>
 
 #include "cuda/runtime.h"
-#include "core/round_up.h"
-#include "core/status.h"
+#include "util/round_up.h"
+#include "util/status.h"
 
 namespace pg {
 namespace {

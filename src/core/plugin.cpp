@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "core/registry.h"
-#include "core/names.h"
-#include "core/status.h"
-#include "core/text.h"
 #include "pg_backend.h"
+#include "util/names.h"
+#include "util/status.h"
+#include "util/text.h"
 
 // The folder, next to the library, that shipped plugins are installed in
 // (${CMAKE_INSTALL_LIBDIR}/${PGS_PLUGIN_SUBDIR}); the build may override it.

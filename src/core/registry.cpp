@@ -4,9 +4,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/names.h"
-#include "core/status.h"
 #include "core/table_backend.h"
+#include "util/names.h"
+#include "util/status.h"
 
 namespace pg::registry {
 namespace {
@@ -23,17 +23,25 @@ void add_locked(Registry &r, BackendEntry entry) {
   r.entries[name] = std::make_unique<BackendEntry>(std::move(entry));
 }
 
+Builtins provided = nullptr;
+
 // Never destroyed: strategies destroyed at exit still use the tables.
 Registry &instance() {
   static Registry *r = [] {
     auto *reg = new Registry;
-    for (BackendEntry &entry : builtins()) add_locked(*reg, std::move(entry));
+    if (provided)
+      for (BackendEntry &entry : provided()) add_locked(*reg, std::move(entry));
     return reg;
   }();
   return *r;
 }
 
 }  // namespace
+
+bool provide_builtins(Builtins builtins) {
+  provided = builtins;
+  return true;
+}
 
 pg_status add_table(const pg_backend_ops *ops) {
   if (!ops) return fail(PG_ERR_INVALID_ARGUMENT, "pg_backend_register: the table is NULL");

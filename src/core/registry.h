@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/params.h"
 #include "topology/layout.h"
+#include "util/params.h"
 
 namespace pg {
 
@@ -56,10 +56,11 @@ struct BackendEntry {
 
 namespace registry {
 
-// The backends built into the library, one entry each. Defined outside the
-// core, in src/backends/builtins.cpp: removing a backend is removing its
-// folder and its line there.
-std::vector<BackendEntry> builtins();
+// The backends built into the library, one entry each, as the layer above the
+// backends hands them over when the library is loaded (src/api/builtins.cpp):
+// the core names no backend. The registry reads them at its first use.
+using Builtins = std::vector<BackendEntry> (*)();
+bool provide_builtins(Builtins builtins);
 
 // pg_backend_register: validates and copies a user table.
 pg_status add_table(const pg_backend_ops *ops);

@@ -10,10 +10,10 @@
 #include <set>
 #include <thread>
 
-#include "core/log.h"
-#include "core/status.h"
 #include "core/strategy.h"
 #include "launch/bootstrap.h"
+#include "util/log.h"
+#include "util/status.h"
 
 namespace pg::runtime {
 namespace {

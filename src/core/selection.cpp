@@ -4,7 +4,7 @@
 #include <climits>
 #include <cstring>
 
-#include "core/status.h"
+#include "util/status.h"
 
 namespace pg {
 
@@ -34,7 +34,7 @@ pg_status parse_device(const char *text, Device *out) {
 const char *default_backend(const Device &device) { return device.cuda ? "nccl" : "mpi"; }
 
 Selection select_backend(const Device &device, const char *argument,
-                         const params::Settings &settings) {
+                         const Settings &settings) {
   if (argument && *argument) return {argument, "argument"};
   const std::string &from_env = device.cuda ? settings.backend.cuda : settings.backend.cpu;
   if (!from_env.empty()) return {from_env, "PGS_BACKEND"};

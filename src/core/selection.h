@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/params.h"
+#include "core/settings.h"
 
 namespace pg {
 
@@ -29,6 +29,6 @@ struct Selection {
 
 // Applies the precedence; does not check that the backend exists.
 Selection select_backend(const Device &device, const char *argument,
-                         const params::Settings &settings);
+                         const Settings &settings);
 
 }  // namespace pg

@@ -4,17 +4,18 @@
 
 #include <algorithm>
 
-#include "core/agree.h"
-#include "cuda/runtime.h"
-#include "core/log.h"
 #include "core/plugin.h"
 #include "core/registry.h"
 #include "core/runtime.h"
-#include "core/names.h"
-#include "core/status.h"
-#include "core/text.h"
 #include "core/trace.h"
+#include "cuda/runtime.h"
+#include "launch/launcher.h"
+#include "mpi/agree.h"
 #include "topology/machine.h"
+#include "util/log.h"
+#include "util/names.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg {
 namespace {
@@ -35,7 +36,7 @@ std::string devices_list(uint32_t devices) {
 
 // The backend entry for `name`: registered, or loaded as a plugin.
 pg_status find_backend(const std::string &name, const Device &device,
-                       const params::Settings &settings, const BackendEntry **out) {
+                       const Settings &settings, const BackendEntry **out) {
   *out = registry::find(name);
   if (*out) return PG_OK;
   if (!valid_backend_name(name))
@@ -137,7 +138,7 @@ namespace {
 
 pg_status init_strategy(pg_strategy *s, const char *device, const char *backend, MPI_Comm comm) {
   // A bad PGS_* value is reported through the agreement below like any local failure.
-  pg_status settings_status = params::read(&s->settings);
+  pg_status settings_status = read_settings(&s->settings);
   std::string settings_error = last_error();
   if (settings_status == PG_OK) log::set_level(s->settings.log);
   PG_CHECK(runtime::ensure_mpi());
@@ -175,10 +176,10 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
       PG_CHECK(choose_gpu(s, gpus));
       if (cuda::pci_bus_id(s->device.index, &bus_id) != PG_OK) bus_id.clear();
     }
-    return topology::prepare_rank(s->settings, s->layout, s->device.cuda ? s->device.index : -1,
+    return topology::prepare_rank(s->settings.rank_options(), s->layout, s->device.cuda ? s->device.index : -1,
                                   &s->placement, bus_id);
   }));
-  topology::check_launcher(MPI_COMM_WORLD);
+  launch::check_launcher(MPI_COMM_WORLD);
 
   pg_status made = collective_step(s, [&] { return make_strategy_instance(s, *entry, &s->primary); });
   if (made != PG_OK) {

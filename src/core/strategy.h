@@ -15,9 +15,9 @@
 #include "core/backend.h"
 #include "core/instance.h"
 #include "core/memory.h"
-#include "core/params.h"
 #include "core/progress.h"
 #include "core/selection.h"
+#include "core/settings.h"
 #include "core/watchdog.h"
 #include "topology/layout.h"
 
@@ -50,7 +50,7 @@ struct pg_strategy {
   pg::Device device;
   std::string device_name;  // "cpu", "cuda:1"
   pg::Selection selection;
-  pg::params::Settings settings;   // the library's PGS_* values, agreed at creation
+  pg::Settings settings;             // the library's PGS_* values, agreed at creation
   pg::SettingsMap backend_settings;  // the built-in backends' own, agreed at creation
   MPI_Comm comm = MPI_COMM_NULL;  // the library's own duplicate: agreement, checks
   // Backend instances are duplicated from this one: a fallback may be created on

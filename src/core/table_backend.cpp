@@ -2,8 +2,8 @@
 
 #include <mpi.h>
 
-#include "core/log.h"
-#include "core/status.h"
+#include "util/log.h"
+#include "util/status.h"
 
 namespace pg {
 namespace {

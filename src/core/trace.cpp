@@ -16,11 +16,11 @@
 #include <map>
 #include <thread>
 
-#include "core/dtype.h"
-#include "core/log.h"
-#include "core/status.h"
 #include "core/strategy.h"
 #include "core/watchdog.h"
+#include "util/dtype.h"
+#include "util/log.h"
+#include "util/status.h"
 
 namespace pg::trace {
 namespace {

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/status.h"
 #include "core/strategy.h"
+#include "util/dtype.h"
+#include "util/status.h"
 
 namespace pg {
 namespace {

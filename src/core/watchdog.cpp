@@ -8,10 +8,10 @@
 #include <mutex>
 #include <thread>
 
-#include "core/log.h"
 #include "core/runtime.h"
 #include "core/strategy.h"
 #include "core/trace.h"
+#include "util/log.h"
 
 namespace pg::watchdog {
 namespace {
@@ -115,6 +115,10 @@ void abort_job(pg_strategy *s, const Watch &watch) {
   // gets any other communicator, and the job would stay hung.
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);  // MPI_Abort does not return; this is for an MPI that does
+}
+
+void abort_if_overdue(pg_strategy *s, const Watch &watch) {
+  if (overdue(s, watch)) abort_job(s, watch);
 }
 
 }  // namespace pg::watchdog

@@ -66,5 +66,7 @@ class Scope {
 // Reports the hung collective and aborts the job (each backend's abort, e.g.
 // ncclCommAbort, then MPI_Abort). Never returns.
 [[noreturn]] void abort_job(pg_strategy *s, const Watch &watch);
+// abort_job when `watch` is overdue; what a caller's poll checks at every round.
+void abort_if_overdue(pg_strategy *s, const Watch &watch);
 
 }  // namespace pg::watchdog

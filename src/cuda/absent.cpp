@@ -1,7 +1,7 @@
 // A build without CUDA: the CUDA calls of the core report the missing support
 // (no CUDA strategy can be created, so only device_count is ever reached).
-#include "core/status.h"
 #include "cuda/runtime.h"
+#include "util/status.h"
 
 namespace pg::cuda {
 

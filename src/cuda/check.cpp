@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/poll.h"
+#include "util/poll.h"
 
 namespace pg::cuda {
 namespace {

@@ -6,7 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "core/status.h"
+#include "util/status.h"
 
 namespace pg::cuda {
 

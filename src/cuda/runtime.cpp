@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "cuda/check.h"
-#include "core/status.h"
+#include "util/status.h"
 
 namespace pg::cuda {
 

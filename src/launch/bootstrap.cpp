@@ -14,15 +14,15 @@
 #include <mutex>
 #include <thread>
 
-#include "core/log.h"
-#include "core/status.h"
-#include "core/text.h"
 #include "launch/auth.h"
+#include "launch/launcher.h"
 #include "launch/pmi.h"
 #include "launch/rendezvous.h"
 #include "launch/tcpstore.h"
 #include "launch/wire.h"
-#include "topology/machine.h"
+#include "util/log.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::launch {
 namespace {
@@ -446,9 +446,9 @@ pg_status check_world() {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size > 1) return PG_OK;
-  const topology::Launcher l = topology::detect_launcher();
+  const Launcher l = detect_launcher();
   if (l.size <= 1) return PG_OK;
-  return fail_message(PG_ERR_STATE, topology::launcher_warning(l, 0, 1, topology::running_mpi_library()));
+  return fail_message(PG_ERR_STATE, launcher_warning(l, 0, 1, running_mpi_library()));
 }
 
 std::string describe() {

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <vector>
 
-#include "core/status.h"
-#include "core/text.h"
 #include "launch/auth.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::launch {
 namespace {

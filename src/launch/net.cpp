@@ -14,8 +14,8 @@
 #include <cstring>
 #include <thread>
 
-#include "core/status.h"
-#include "core/text.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::launch {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <climits>
 
-#include "core/text.h"
+#include "util/text.h"
 
 namespace pg::launch {
 namespace {

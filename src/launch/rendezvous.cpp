@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/log.h"
-#include "core/status.h"
-#include "core/text.h"
 #include "launch/auth.h"
+#include "util/log.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::launch {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "core/status.h"
-#include "core/text.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::launch {
 namespace {

@@ -1,12 +1,12 @@
 // The bootstrap's PGS_* variables (docs/env.md; what they do: docs/launch.md),
-// rows of their own table like every other component's (core/params.h).
+// rows of their own table like every other component's (util/params.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "core/params.h"
 #include "launch/net.h"
+#include "util/params.h"
 
 namespace pg::launch {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/status.h"
+#include "util/status.h"
 
 namespace pg::launch {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "core/text.h"
+#include "util/text.h"
 
 namespace pg::launch {
 

@@ -2,9 +2,9 @@
 
 #include <mutex>
 
-#include "core/dtype.h"
-#include "core/reduce.h"
-#include "core/status.h"
+#include "util/dtype.h"
+#include "util/reduce.h"
+#include "util/status.h"
 
 namespace pg::mpi {
 namespace {

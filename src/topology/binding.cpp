@@ -6,10 +6,10 @@
 #include <mutex>
 #include <vector>
 
-#include "core/status.h"
 #include "topology/hwloc_util.h"
-#include "core/log.h"
 #include "topology/machine.h"
+#include "util/log.h"
+#include "util/status.h"
 
 namespace pg::topology {
 
@@ -20,11 +20,11 @@ int g_bound_numa = -1;  // the NUMA node this process was bound to; -1: not boun
 
 }  // namespace
 
-Binding choose_binding(const Machine &machine, params::Bind mode, int local_rank,
+Binding choose_binding(const Machine &machine, Bind mode, int local_rank,
                        const Gpu *gpu) {
   Binding b;
   b.mode = mode;
-  if (mode == params::Bind::none) {
+  if (mode == Bind::none) {
     b.reason = "PGS_BIND=none";
     return b;
   }
@@ -59,13 +59,13 @@ Binding choose_binding(const Machine &machine, params::Bind mode, int local_rank
 }
 
 std::string describe_binding(const Binding &b) {
-  if (b.mode == params::Bind::none) return "none";
+  if (b.mode == Bind::none) return "none";
   if (b.numa < 0) return "none (" + b.reason + ")";
   return "numa:" + std::to_string(b.numa) + " cpus " + b.cpuset + " (" + b.reason + ")";
 }
 
 pg_status apply_binding(const Machine &machine, const Binding &binding, std::string *note) {
-  if (binding.mode == params::Bind::none || binding.numa < 0) {
+  if (binding.mode == Bind::none || binding.numa < 0) {
     *note = "not bound";
     return PG_OK;
   }

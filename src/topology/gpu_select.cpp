@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/log.h"
-#include "core/status.h"
-#include "core/text.h"
 #include "topology/hwloc_util.h"
 #include "topology/machine.h"
+#include "util/log.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::topology {
 

@@ -12,9 +12,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/status.h"
 #include "topology/hwloc_util.h"
 #include "topology/machine.h"
+#include "util/status.h"
 
 namespace pg::topology {
 

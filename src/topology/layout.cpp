@@ -1,6 +1,6 @@
 #include "topology/layout.h"
 
-#include "core/status.h"
+#include "util/status.h"
 
 namespace pg::topology {
 

@@ -3,8 +3,8 @@
 
 #include <cstdlib>
 
-#include "core/log.h"
-#include "core/status.h"
+#include "util/log.h"
+#include "util/status.h"
 
 namespace pg::topology {
 
@@ -21,15 +21,15 @@ const Nic *nic_for_rank(const Machine &machine, const Gpu *gpu, const Binding &b
   return nic;
 }
 
-pg_status prepare_rank(const params::Settings &settings, const Layout &layout, int cuda_index,
+pg_status prepare_rank(const RankOptions &options, const Layout &layout, int cuda_index,
                        std::string *report, const std::string &cuda_bus_id) {
   report->clear();
   std::shared_ptr<const Machine> machine;
-  pg_status status = load_machine(settings.topology_xml, &machine);
+  pg_status status = load_machine(options.topology_xml, &machine);
   if (status != PG_OK) {
     // An XML file the user named must load; this machine's own topology is
     // only needed when a binding was asked for.
-    if (!settings.topology_xml.empty() || settings.bind != params::Bind::none) return status;
+    if (!options.topology_xml.empty() || options.bind != Bind::none) return status;
     PG_LOG(warn, "%s; no binding, GPU or NIC locality", last_error().c_str());
     *report = "topology unavailable";
     return PG_OK;
@@ -42,13 +42,13 @@ pg_status prepare_rank(const params::Settings &settings, const Layout &layout, i
         visible_gpus(*machine, std::getenv("CUDA_VISIBLE_DEVICES"));
     if (cuda_index < static_cast<int>(visible.size())) gpu = visible[cuda_index];
   }
-  Binding binding = choose_binding(*machine, settings.bind, layout.local_rank, gpu);
+  Binding binding = choose_binding(*machine, options.bind, layout.local_rank, gpu);
   std::string note;
   PG_CHECK(apply_binding(*machine, binding, &note));
 
   std::string &r = *report;
   r = "bind=" + describe_binding(binding);
-  if (binding.mode != params::Bind::none && binding.numa >= 0) r += " [" + note + "]";
+  if (binding.mode != Bind::none && binding.numa >= 0) r += " [" + note + "]";
   if (cuda_index >= 0) {
     r += " gpu=cuda:" + std::to_string(cuda_index);
     r += gpu ? " " + describe_gpu(*machine, *gpu)
@@ -57,7 +57,7 @@ pg_status prepare_rank(const params::Settings &settings, const Layout &layout, i
     const Nic *nic = nic_for_rank(*machine, nullptr, binding);
     r += nic ? " nic=" + nic->name : std::string(" nic=none");
   }
-  if (machine->from_xml) r += " topology=" + settings.topology_xml;
+  if (machine->from_xml) r += " topology=" + options.topology_xml;
   PG_LOG(debug, "rank topology: %s", r.c_str());
   return PG_OK;
 }

@@ -4,7 +4,6 @@
 //   hwloc_machine.cpp  loading (once per process) and extracting the node
 //   gpu_select.cpp     CUDA_VISIBLE_DEVICES and the local rank's GPU
 //   binding.cpp        PGS_BIND: which NUMA node, and applying it
-//   launcher.cpp       Hydra / Open MPI / Slurm / torchrun variables
 //   machine.cpp        prepare_rank, the per-rank step of strategy creation
 #pragma once
 
@@ -15,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "core/params.h"
 #include "topology/layout.h"
 
 namespace pg::topology {
@@ -123,8 +121,11 @@ const Gpu *find_gpu_by_bus_id(const Machine &machine, const std::string &bus_id)
 // Binding (PGS_BIND)
 // ---------------------------------------------------------------------------
 
+// PGS_BIND: none, or near the rank's GPU / spread over NUMA nodes.
+enum class Bind { none, numa };
+
 struct Binding {
-  params::Bind mode = params::Bind::none;
+  Bind mode = Bind::none;
   int numa = -1;        // NUMA node os_index chosen; -1 for none
   std::string cpuset;   // its CPUs, hwloc list format
   std::string reason;   // "GPU's NUMA node", "round-robin over 2 NUMA nodes"
@@ -133,7 +134,7 @@ struct Binding {
 // none → no binding. numa → the NUMA node of `gpu` when it has one; otherwise
 // (CPU strategies, or a GPU hwloc cannot place) local ranks round-robin over
 // the NUMA nodes: local rank i → the (i mod n)-th node.
-Binding choose_binding(const Machine &machine, params::Bind mode, int local_rank,
+Binding choose_binding(const Machine &machine, Bind mode, int local_rank,
                        const Gpu *gpu);
 
 // Applies a binding to the whole process (hwloc_set_cpubind, through the
@@ -154,43 +155,6 @@ std::string describe_binding(const Binding &binding);
 const Nic *nic_for_rank(const Machine &machine, const Gpu *gpu, const Binding &binding);
 
 // ---------------------------------------------------------------------------
-// Launch environment
-// ---------------------------------------------------------------------------
-
-struct Launcher {
-  std::string name;  // "hydra", "openmpi", "slurm", "torchrun"; empty: none found
-  int rank = -1, size = -1;
-  int local_rank = -1, local_size = -1;  // -1 where the launcher does not say
-  int node = -1;                         // node index where the launcher says
-  std::string nodelist;                  // Slurm's compressed node list
-  std::string mpi_plugin;                // Slurm: srun's --mpi (SLURM_MPI_TYPE)
-  std::vector<std::string> notes;        // launchers skipped, with the reason
-};
-
-// Reads the environment through `getenv` (std::getenv by default): the first
-// launcher present of Hydra, Open MPI, a Slurm step and torchrun, with the
-// variables and rules of docs/topology.md ("The launcher"). A launcher whose
-// variables do not parse or do not describe a job is skipped (noted in
-// Launcher::notes, logged at debug by check_launcher).
-using EnvLookup = std::function<const char *(const char *)>;
-Launcher detect_launcher(const EnvLookup &getenv = nullptr);
-
-std::string describe_launcher(const Launcher &launcher);
-
-// MPI_Get_library_version's text for the MPI library this process runs with.
-std::string running_mpi_library();
-
-// The warning to give when the launcher and MPI disagree; empty when they
-// agree or no launcher was found. `mpi_library` (running_mpi_library()) says
-// which PMI the MPI speaks, for the advice under Slurm.
-std::string launcher_warning(const Launcher &launcher, int mpi_rank, int mpi_size,
-                             const std::string &mpi_library);
-
-// Compares the launcher's view of the job with MPI's (world size and rank) and
-// warns once per process when they disagree (e.g. srun without --mpi=pmi2).
-void check_launcher(MPI_Comm world);
-
-// ---------------------------------------------------------------------------
 // Strategy creation
 // ---------------------------------------------------------------------------
 
@@ -200,7 +164,11 @@ void check_launcher(MPI_Comm world);
 // `cuda_index` is the CUDA device this rank uses, -1 for a CPU strategy; its
 // `cuda_bus_id` (from CUDA) finds it in hwloc's topology, else CUDA's index in
 // PCI order over CUDA_VISIBLE_DEVICES does.
-pg_status prepare_rank(const params::Settings &settings, const Layout &layout, int cuda_index,
+struct RankOptions {
+  std::string topology_xml;  // PGS_TOPOLOGY_XML; empty: this machine
+  Bind bind = Bind::none;    // PGS_BIND
+};
+pg_status prepare_rank(const RankOptions &options, const Layout &layout, int cuda_index,
                        std::string *report, const std::string &cuda_bus_id = std::string());
 
 }  // namespace pg::topology

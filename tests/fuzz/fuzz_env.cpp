@@ -1,4 +1,4 @@
-// libFuzzer target for the environment parsers (src/core/params.cpp) and the
+// libFuzzer target for the environment parsers (src/util/params.cpp) and the
 // backend-name grammar. The first byte picks the parser, the rest is the value
 // (up to its first NUL, as an environment variable would be). Beyond crashes
 // and sanitizer reports, every value a parser accepts is checked against the
@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/names.h"
-#include "core/params.h"
+#include "util/names.h"
+#include "util/params.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <cstring>
 #include <vector>
 
-#include "core/dtype.h"  // pg::op_supported: which dtype x op pairs exist
-#include "core/half.h"
 #include "pg_test.h"
+#include "util/dtype.h"  // pg::op_supported: which dtype x op pairs exist
+#include "util/half.h"
 
 namespace {
 

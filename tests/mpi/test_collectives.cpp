@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"  // the capability table: which dtype x op pairs exist
-#include "core/half.h"
 #include "pg_backend.h"  // pg_reduce_local: the reference combines as the library does
 #include "pg_test.h"
 #include "pg_test_device.h"
+#include "util/dtype.h"  // the capability table: which dtype x op pairs exist
+#include "util/half.h"
 
 namespace {
 

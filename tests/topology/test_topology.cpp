@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "core/log.h"
-#include "core/params.h"
-#include "core/status.h"
+#include "core/settings.h"
+#include "launch/launcher.h"
 #include "topology/machine.h"
+#include "util/log.h"
+#include "util/params.h"
+#include "util/status.h"
 
 namespace topo = pg::topology;
-using pg::params::Bind;
+using pg::topology::Bind;
 
 namespace {
 
@@ -148,8 +150,8 @@ TEST(TwoSocketNode, NearestNicPerGpu) {
 TEST(TwoSocketNode, LoadedThroughPgsTopologyXml) {
   ScopedEnv env;
   env.set("PGS_TOPOLOGY_XML", kTwoSocket.c_str());
-  pg::params::Settings settings;
-  ASSERT_EQ(pg::params::read(&settings), PG_OK) << pg::last_error();
+  pg::Settings settings;
+  ASSERT_EQ(pg::read_settings(&settings), PG_OK) << pg::last_error();
   EXPECT_EQ(settings.topology_xml, kTwoSocket);
   std::shared_ptr<const topo::Machine> first, second;
   ASSERT_EQ(topo::load_machine(settings.topology_xml, &first), PG_OK) << pg::last_error();
@@ -356,14 +358,14 @@ TEST(Binding, PrepareRankReport) {
   env.set("PGS_TOPOLOGY_XML", kTwoSocket.c_str());
   env.set("PGS_BIND", "numa");
   env.set("CUDA_VISIBLE_DEVICES", nullptr);
-  pg::params::Settings settings;
-  ASSERT_EQ(pg::params::read(&settings), PG_OK) << pg::last_error();
+  pg::Settings settings;
+  ASSERT_EQ(pg::read_settings(&settings), PG_OK) << pg::last_error();
   ASSERT_EQ(settings.bind, Bind::numa);
   topo::Layout layout;
   layout.local_rank = 6;
   layout.local_size = 8;
   std::string report;
-  ASSERT_EQ(topo::prepare_rank(settings, layout, 6, &report), PG_OK) << pg::last_error();
+  ASSERT_EQ(topo::prepare_rank(settings.rank_options(), layout, 6, &report), PG_OK) << pg::last_error();
   EXPECT_NE(report.find("bind=numa:1 cpus 4-7"), std::string::npos) << report;
   EXPECT_NE(report.find("not applied"), std::string::npos) << report;
   EXPECT_NE(report.find("gpu=cuda:6 0000:93:00.0"), std::string::npos) << report;
@@ -371,15 +373,15 @@ TEST(Binding, PrepareRankReport) {
 
   // CUDA's bus id wins over the index (CUDA may order GPUs fastest first);
   // an id hwloc does not know falls back to the index.
-  ASSERT_EQ(topo::prepare_rank(settings, layout, 0, &report, "0000:93:00.0"), PG_OK);
+  ASSERT_EQ(topo::prepare_rank(settings.rank_options(), layout, 0, &report, "0000:93:00.0"), PG_OK);
   EXPECT_NE(report.find("gpu=cuda:0 0000:93:00.0"), std::string::npos) << report;
   EXPECT_NE(report.find("bind=numa:1"), std::string::npos) << report;
-  ASSERT_EQ(topo::prepare_rank(settings, layout, 6, &report, "0000:ff:00.0"), PG_OK);
+  ASSERT_EQ(topo::prepare_rank(settings.rank_options(), layout, 6, &report, "0000:ff:00.0"), PG_OK);
   EXPECT_NE(report.find("gpu=cuda:6 0000:93:00.0"), std::string::npos) << report;
 
   // A CPU strategy: round-robin, and a NIC on that NUMA node.
   layout.local_rank = 2;
-  ASSERT_EQ(topo::prepare_rank(settings, layout, -1, &report), PG_OK) << pg::last_error();
+  ASSERT_EQ(topo::prepare_rank(settings.rank_options(), layout, -1, &report), PG_OK) << pg::last_error();
   EXPECT_NE(report.find("bind=numa:0 cpus 0-3"), std::string::npos) << report;
   EXPECT_NE(report.find("nic=mlx5_0"), std::string::npos) << report;
 }
@@ -441,8 +443,8 @@ TEST(NearestNic, LeafSwitchBeatsUpperSwitch) {
 
 namespace {
 
-topo::Launcher detect(const std::map<std::string, std::string> &vars) {
-  return topo::detect_launcher([&vars](const char *name) -> const char * {
+pg::launch::Launcher detect(const std::map<std::string, std::string> &vars) {
+  return pg::launch::detect_launcher([&vars](const char *name) -> const char * {
     auto it = vars.find(name);
     return it == vars.end() ? nullptr : it->second.c_str();
   });
@@ -480,8 +482,8 @@ TEST(Launcher, EachLauncher) {
       {{}, "none"},
   };
   for (const auto &c : cases) {
-    topo::Launcher l = detect(c.first);
-    EXPECT_EQ(topo::describe_launcher(l), c.second);
+    pg::launch::Launcher l = detect(c.first);
+    EXPECT_EQ(pg::launch::describe_launcher(l), c.second);
     EXPECT_TRUE(l.notes.empty()) << l.notes[0];
   }
 }
@@ -492,7 +494,7 @@ TEST(Launcher, Precedence) {
   EXPECT_EQ(detect(merge({kSlurm, kTorchrun})).name, "slurm");
   // mpiexec inside an allocation: Hydra's variables win over the Slurm step
   // of its proxies.
-  topo::Launcher l = detect(merge({kHydra, kSlurm}));
+  pg::launch::Launcher l = detect(merge({kHydra, kSlurm}));
   EXPECT_EQ(l.name, "hydra");
   EXPECT_EQ(l.rank, 3);
   // srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE but not MPI_LOCALRANKID: Slurm.
@@ -519,9 +521,9 @@ TEST(Launcher, Precedence) {
 
 TEST(Launcher, SlurmLocalSizeFromTasksPerNode) {
   // Node 1 of a step laid out "4(x2)": 4 tasks on each of 2 nodes.
-  topo::Launcher l = detect(merge({kSlurm, {{"SLURM_STEP_TASKS_PER_NODE", "4(x2)"}}}));
+  pg::launch::Launcher l = detect(merge({kSlurm, {{"SLURM_STEP_TASKS_PER_NODE", "4(x2)"}}}));
   EXPECT_EQ(l.local_size, 4);
-  EXPECT_EQ(topo::describe_launcher(l), "slurm rank 6/8 local 2/4 node 1 nodes gpu[01-02]");
+  EXPECT_EQ(pg::launch::describe_launcher(l), "slurm rank 6/8 local 2/4 node 1 nodes gpu[01-02]");
   // Irregular steps: the entry of this node; the step's list before the job's.
   const std::vector<std::pair<std::string, int>> cases = {
       {"3,5", 5}, {"2(x1),6", 6}, {"7(x3)", 7}, {"1,3(x2),9", 3}, {"5", -1},
@@ -542,7 +544,7 @@ TEST(Launcher, FallbackVariablesAndEmptyValues) {
   auto vars = kSlurm;
   vars.erase("SLURM_STEP_ID");
   vars["SLURM_STEPID"] = "4294967294";
-  topo::Launcher l = detect(vars);
+  pg::launch::Launcher l = detect(vars);
   EXPECT_EQ(l.name, "");
   ASSERT_EQ(l.notes.size(), 1u);
   EXPECT_NE(l.notes[0].find("SLURM_STEPID='4294967294'"), std::string::npos) << l.notes[0];
@@ -565,7 +567,7 @@ TEST(Launcher, FallbackVariablesAndEmptyValues) {
 }
 
 TEST(Launcher, MalformedVariablesSkipTheLauncher) {
-  topo::Launcher l = detect(merge({{{"PMI_RANK", "abc"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"}}, kTorchrun}));
+  pg::launch::Launcher l = detect(merge({{{"PMI_RANK", "abc"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"}}, kTorchrun}));
   EXPECT_EQ(l.name, "torchrun");
   ASSERT_EQ(l.notes.size(), 1u);
   EXPECT_NE(l.notes[0].find("hydra"), std::string::npos) << l.notes[0];
@@ -590,8 +592,8 @@ const std::string kMpich = "MPICH Version:\t4.0.2\nMPICH Release date:\tThu Mar 
 const std::string kOpenMpiLibrary = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4\n";
 
 TEST(Launcher, SingletonWarning) {
-  topo::Launcher slurm = detect(kSlurm);
-  std::string w = topo::launcher_warning(slurm, 0, 1, kMpich);
+  pg::launch::Launcher slurm = detect(kSlurm);
+  std::string w = pg::launch::launcher_warning(slurm, 0, 1, kMpich);
   EXPECT_NE(w.find("world of 1 process"), std::string::npos) << w;
   EXPECT_NE(w.find("(slurm) started 8 processes"), std::string::npos) << w;
   EXPECT_NE(w.find("srun ran without an MPI plugin"), std::string::npos) << w;
@@ -600,27 +602,27 @@ TEST(Launcher, SingletonWarning) {
   EXPECT_NE(w.find("different MPI"), std::string::npos) << w;
 
   // What srun was given, and what this MPI speaks.
-  w = topo::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmix"}}})), 0, 1, kMpich);
+  w = pg::launch::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmix"}}})), 0, 1, kMpich);
   EXPECT_NE(w.find("srun ran with --mpi=pmix (SLURM_MPI_TYPE), but MPICH 4.0.2"),
             std::string::npos) << w;
   EXPECT_NE(w.find("ignores --mpi=pmix"), std::string::npos) << w;
-  w = topo::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmi2"}}})), 0, 1,
+  w = pg::launch::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmi2"}}})), 0, 1,
                              kOpenMpiLibrary);
   EXPECT_NE(w.find("Open MPI v4.1.4 connects to srun through PMIx: run 'srun --mpi=pmix"),
             std::string::npos) << w;
   // The right plugin and still singletons: another MPI is linked.
-  w = topo::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmi2"}}})), 0, 1, kMpich);
+  w = pg::launch::launcher_warning(detect(merge({kSlurm, {{"SLURM_MPI_TYPE", "pmi2"}}})), 0, 1, kMpich);
   EXPECT_NE(w.find("which MPICH 4.0.2 supports, so likely the application is linked against a "
                    "different MPI"), std::string::npos) << w;
-  w = topo::launcher_warning(slurm, 0, 1, "Some MPI 1.0");
+  w = pg::launch::launcher_warning(slurm, 0, 1, "Some MPI 1.0");
   EXPECT_NE(w.find("the --mpi value that Some MPI 1.0 supports"), std::string::npos) << w;
 
-  std::string h = topo::launcher_warning(detect(kHydra), 0, 1, kMpich);
+  std::string h = pg::launch::launcher_warning(detect(kHydra), 0, 1, kMpich);
   EXPECT_NE(h.find("(hydra) started 4 processes"), std::string::npos) << h;
   EXPECT_NE(h.find("different MPI"), std::string::npos) << h;
   EXPECT_NE(h.find("--mpi=pmi2"), std::string::npos) << h;
 
-  std::string t = topo::launcher_warning(detect(kTorchrun), 0, 1, kMpich);
+  std::string t = pg::launch::launcher_warning(detect(kTorchrun), 0, 1, kMpich);
   EXPECT_NE(t.find("MPI was initialized before pgstrategy could bring these processes into one MPI job"),
             std::string::npos) << t;
   EXPECT_NE(t.find("import pgstrategy_torch"), std::string::npos) << t;
@@ -629,23 +631,23 @@ TEST(Launcher, SingletonWarning) {
 // A torchrun worker started inside an srun step (srun torchrun ...) belongs to
 // torchrun's job: the step's variables describe the agents.
 TEST(Launcher, TorchrunWorkerInsideASlurmStep) {
-  topo::Launcher l = detect(merge({kSlurm, kTorchrun, {{"TORCHELASTIC_RUN_ID", "job7"}}}));
+  pg::launch::Launcher l = detect(merge({kSlurm, kTorchrun, {{"TORCHELASTIC_RUN_ID", "job7"}}}));
   EXPECT_EQ(l.name, "torchrun");
   EXPECT_EQ(l.size, std::stoi(kTorchrun.at("WORLD_SIZE")));
   EXPECT_EQ(detect(merge({kSlurm, kTorchrun})).name, "slurm");
 }
 
 TEST(Launcher, OtherDisagreementNamesOnlyTheLauncher) {
-  topo::Launcher l = detect(kOpenMpi);
-  EXPECT_EQ(topo::launcher_warning(l, 5, 8, kOpenMpiLibrary), "");
-  std::string w = topo::launcher_warning(l, 5, 6, kOpenMpiLibrary);
+  pg::launch::Launcher l = detect(kOpenMpi);
+  EXPECT_EQ(pg::launch::launcher_warning(l, 5, 8, kOpenMpiLibrary), "");
+  std::string w = pg::launch::launcher_warning(l, 5, 6, kOpenMpiLibrary);
   EXPECT_EQ(w, "the launcher (openmpi) says rank 5 of 8, MPI says rank 5 of 6; using MPI's");
-  w = topo::launcher_warning(l, 4, 8, kOpenMpiLibrary);
+  w = pg::launch::launcher_warning(l, 4, 8, kOpenMpiLibrary);
   EXPECT_NE(w.find("(openmpi) says rank 5 of 8"), std::string::npos) << w;
   EXPECT_EQ(w.find("pmi2"), std::string::npos) << w;
-  EXPECT_EQ(topo::launcher_warning(detect({}), 0, 1, kMpich), "");
+  EXPECT_EQ(pg::launch::launcher_warning(detect({}), 0, 1, kMpich), "");
   // A launcher of size 1 and MPI of size 1 agree.
-  EXPECT_EQ(topo::launcher_warning(detect({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), 0, 1, kMpich), "");
+  EXPECT_EQ(pg::launch::launcher_warning(detect({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), 0, 1, kMpich), "");
 }
 
 TEST(Launcher, CheckLauncherWarnsOnceThroughTheLog) {
@@ -660,8 +662,8 @@ TEST(Launcher, CheckLauncherWarnsOnceThroughTheLog) {
   env.set("SLURM_LOCALID", "1");
   pg::log::set_level(pg::params::LogLevel::warn);
   testing::internal::CaptureStderr();
-  topo::check_launcher(MPI_COMM_WORLD);
-  topo::check_launcher(MPI_COMM_WORLD);
+  pg::launch::check_launcher(MPI_COMM_WORLD);
+  pg::launch::check_launcher(MPI_COMM_WORLD);
   std::string err = testing::internal::GetCapturedStderr();
   pg::log::set_level(pg::params::LogLevel::error);
   EXPECT_NE(err.find("warn"), std::string::npos) << err;

@@ -15,7 +15,7 @@
 
 #include "backends/fairring/plan.h"
 #include "backends/fairring/schedule.h"
-#include "core/status.h"
+#include "util/status.h"
 
 namespace {
 

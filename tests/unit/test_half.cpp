@@ -1,4 +1,4 @@
-// The library's one float16/bfloat16 conversion (core/half.h), on all 65,536
+// The library's one float16/bfloat16 conversion (util/half.h), on all 65,536
 // values of each type: to float against the value the bit fields encode, float
 // and back as the identity, NaNs kept NaN (quiet, with their sign), and rounding
 // from float to nearest even, with overflow to infinity at the right threshold.
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/half.h"
+#include "util/half.h"
 
 namespace {
 

@@ -6,12 +6,12 @@
 #include <map>
 #include <string>
 
-#include "core/status.h"
 #include "launch/auth.h"
 #include "launch/job.h"
 #include "launch/pmi.h"
 #include "launch/settings.h"
 #include "launch/wire.h"
+#include "util/status.h"
 
 using namespace pg::launch;
 

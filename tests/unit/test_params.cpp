@@ -11,9 +11,10 @@
 
 #include "backends/fairring/settings.h"
 #include "core/registry.h"
-#include "core/params.h"
-#include "core/status.h"
+#include "core/settings.h"
 #include "launch/settings.h"
+#include "util/params.h"
+#include "util/status.h"
 
 using namespace pg::params;
 
@@ -87,19 +88,19 @@ TEST(Params, PluginPath) {
 }
 
 TEST(Params, ReadFromEnvironment) {
-  Settings s;
+  pg::Settings s;
   setenv("PGS_TIMEOUT", "2.5", 1);
   setenv("PGS_BIND", "numa", 1);
-  ASSERT_EQ(read(&s), PG_OK);
+  ASSERT_EQ(pg::read_settings(&s), PG_OK);
   EXPECT_EQ(s.timeout_s, 2.5);
-  EXPECT_EQ(s.bind, Bind::numa);
+  EXPECT_EQ(s.bind, pg::topology::Bind::numa);
   setenv("PGS_BIND", "socket", 1);
-  EXPECT_EQ(read(&s), PG_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pg::read_settings(&s), PG_ERR_INVALID_ARGUMENT);
   EXPECT_NE(pg::last_error().find("PGS_BIND='socket'"), std::string::npos) << pg::last_error();
   setenv("PGS_BIND", "", 1);  // empty means unset
-  EXPECT_EQ(read(&s), PG_OK);
+  EXPECT_EQ(pg::read_settings(&s), PG_OK);
   setenv("PGS_DEBUG", "yes", 1);
-  EXPECT_EQ(read(&s), PG_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(pg::read_settings(&s), PG_ERR_INVALID_ARGUMENT);
   unsetenv("PGS_DEBUG");
   unsetenv("PGS_BIND");
   unsetenv("PGS_TIMEOUT");
@@ -137,8 +138,8 @@ TEST(Params, FairringDefaultsByDevice) {
 // the bootstrap's and every built-in backend's), each with the table's default.
 TEST(Params, DocsListEveryVariableWithItsDefault) {
   std::map<std::string, std::string> declared;  // name -> default
-  Settings core;
-  ASSERT_EQ(read(&core), PG_OK);
+  pg::Settings core;
+  ASSERT_EQ(pg::read_settings(&core), PG_OK);
   pg::SettingsMap backends;
   ASSERT_EQ(pg::registry::read_settings(&backends), PG_OK);
   Listings all = core.list();

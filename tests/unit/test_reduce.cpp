@@ -90,7 +90,7 @@ TEST(ReduceLocal, MinMaxOrderSignedZerosAndNans) {
 }
 
 // Fails today: of two NaNs the kernel keeps the first (symmetric_min and
-// symmetric_max in src/core/reduce.cpp), so MIN and MAX of NaNs that differ in
+// symmetric_max in src/util/reduce.cpp), so MIN and MAX of NaNs that differ in
 // sign or payload depend on which operand is inout, and ranks of one allreduce
 // can disagree. Enable it with the fix.
 TEST(ReduceLocal, MinMaxOfTwoDifferentNansIsSymmetric) {

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "core/selection.h"
-#include "core/status.h"
+#include "util/status.h"
 
 using namespace pg;
 
@@ -25,7 +25,7 @@ TEST(Device, Parse) {
 }
 
 TEST(Selection, Precedence) {
-  params::Settings s;
+  Settings s;
   Device cpu, cuda;
   cuda.cuda = true;
   EXPECT_EQ(select_backend(cpu, nullptr, s).backend, "mpi");

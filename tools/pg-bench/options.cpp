@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "core/text.h"  // header-only string helpers
+#include "util/text.h"  // header-only string helpers
 
 namespace pgbench {
 namespace {

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "core/text.h"  // header-only string helpers
 #include "pg_strategy.h"
+#include "util/text.h"  // header-only string helpers
 
 namespace {
 

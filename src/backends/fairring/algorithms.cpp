@@ -4,9 +4,9 @@
 
 #include "backends/fairring/fast_path.h"
 
-#include "core/dtype.h"
-#include "core/status.h"
-#include "core/text.h"
+#include "util/dtype.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::fairring {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "backends/fairring/plan.h"
-#include "core/reduce.h"
+#include "util/reduce.h"
 
 namespace pg::fairring {
 namespace {

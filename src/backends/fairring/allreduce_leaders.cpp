@@ -3,8 +3,8 @@
 // allreduce, and each node broadcasts the result. fairring's original
 // implementation ended the job on such layouts.
 #include "backends/fairring/fairring_internal.h"
-#include "core/reduce.h"
-#include "core/status.h"
+#include "util/reduce.h"
+#include "util/status.h"
 
 namespace pg::fairring {
 

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "backends/fairring/fairring_internal.h"
-#include "core/dtype.h"
-#include "core/status.h"
+#include "util/dtype.h"
+#include "util/status.h"
 
 namespace pg::fairring {
 namespace {

@@ -44,13 +44,13 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/check.h"
+#include "mpi/agree.h"
 #include "mpi/cuda_aware.h"
 #include "mpi/types.h"
-#include "cuda/check.h"
-#include "core/agree.h"
-#include "core/log.h"
-#include "core/status.h"
 #include "topology/layout.h"
+#include "util/log.h"
+#include "util/status.h"
 
 namespace pg::fairring {
 namespace {

@@ -1,7 +1,7 @@
 // A build without CUDA: no CUDA strategy can be created, so this is never
 // reached; it says why if it is.
 #include "backends/fairring/cuda_transport.h"
-#include "core/status.h"
+#include "util/status.h"
 
 namespace pg::fairring {
 

@@ -5,16 +5,16 @@
 
 #include "backends/fairring/algorithms.h"
 #include "backends/fairring/cuda_transport.h"
-#include "backends/fairring/fast_path.h"
 #include "backends/fairring/fairring_internal.h"
+#include "backends/fairring/fast_path.h"
 #include "backends/fairring/schedule.h"
 #include "backends/fairring/settings.h"
 #include "backends/fairring/shm_transport.h"
-#include "core/dtype.h"
 #include "core/instance.h"
-#include "core/status.h"
-#include "core/text.h"
 #include "core/trace.h"
+#include "util/dtype.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::fairring {
 

@@ -5,11 +5,11 @@
 #include <new>
 #include <utility>
 
-#include "core/dtype.h"
-#include "core/reduce.h"
-#include "core/round_up.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/dtype.h"
+#include "util/reduce.h"
+#include "util/round_up.h"
+#include "util/status.h"
 
 namespace pg::fairring {
 namespace {

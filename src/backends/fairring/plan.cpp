@@ -1,6 +1,6 @@
 #include "backends/fairring/plan.h"
 
-#include "core/dtype.h"
+#include "util/dtype.h"
 
 namespace pg::fairring {
 

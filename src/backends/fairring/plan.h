@@ -11,7 +11,7 @@
 
 #include "core/backend.h"
 #include "core/memory.h"
-#include "core/reduce.h"
+#include "util/reduce.h"
 
 namespace pg::fairring {
 

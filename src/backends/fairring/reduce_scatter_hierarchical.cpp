@@ -4,7 +4,7 @@
 // ranks (M blocks) from every local rank; the rail then reduce-scatters them,
 // so each rank gets its own block. Nothing is gathered.
 #include "backends/fairring/plan.h"
-#include "core/reduce.h"
+#include "util/reduce.h"
 
 namespace pg::fairring {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/poll.h"
-#include "core/status.h"
+#include "util/poll.h"
+#include "util/status.h"
 
 namespace pg::fairring {
 

@@ -1,6 +1,6 @@
 #include "backends/fairring/settings.h"
 
-#include "core/status.h"
+#include "util/status.h"
 
 namespace pg::fairring {
 namespace {

@@ -6,10 +6,10 @@
 #include <emmintrin.h>
 #endif
 
-#include "core/reduce.h"
-#include "core/round_up.h"
 #include "core/runtime.h"
-#include "core/status.h"
+#include "util/reduce.h"
+#include "util/round_up.h"
+#include "util/status.h"
 
 namespace pg::fairring {
 namespace {

@@ -15,12 +15,12 @@
 #include <functional>
 #include <vector>
 
-#include "mpi/types.h"
-#include "core/dtype.h"
 #include "core/instance.h"
-#include "core/params.h"
-#include "core/reduce.h"
-#include "core/status.h"
+#include "mpi/types.h"
+#include "util/dtype.h"
+#include "util/params.h"
+#include "util/reduce.h"
+#include "util/status.h"
 
 namespace pg::mpi {
 namespace {

@@ -59,12 +59,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda/check.h"
 #include "backends/nccl/nccl_types.h"
-#include "core/agree.h"
-#include "core/dtype.h"
-#include "core/log.h"
-#include "core/poll.h"
+#include "cuda/check.h"
+#include "mpi/agree.h"
+#include "util/dtype.h"
+#include "util/log.h"
+#include "util/poll.h"
 
 namespace pg::nccl {
 namespace {

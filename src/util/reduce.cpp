@@ -1,11 +1,11 @@
-#include "core/reduce.h"
+#include "util/reduce.h"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
-#include "core/half.h"
+#include "util/half.h"
 
 namespace pg {
 namespace {

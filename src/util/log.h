@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/params.h"
+#include "util/params.h"
 
 namespace pg::log {
 

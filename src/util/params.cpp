@@ -1,4 +1,4 @@
-#include "core/params.h"
+#include "util/params.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/names.h"
-#include "core/status.h"
-#include "core/text.h"
+#include "util/names.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg::params {
 
@@ -35,60 +35,6 @@ bool has_space(const char *value) {
 }
 
 const std::vector<const char *> kLogLevels = {"error", "warn", "info", "debug"};
-const std::vector<const char *> kBindModes = {"none", "numa"};
-
-// The library's own variables (built-in backends have their own tables).
-const Param<Settings> kRows[] = {
-    {"PGS_BACKEND", "unset",
-     "backend when the create call names none; a device missing from the map gets its default",
-     [](const char *n, const char *v, Settings *s) { return parse_backend(n, v, &s->backend); }, nullptr},
-    {"PGS_PLUGIN_PATH", "unset",
-     "searched for libpg_backend_<name>.so before the library's own plugin folder",
-     [](const char *n, const char *v, Settings *s) { return parse_plugin_path(n, v, &s->plugin_path); }, nullptr},
-    {"PGS_RANKS_PER_NODE", "unset", "testing/simulation: consecutive ranks form virtual nodes of this size",
-     [](const char *n, const char *v, Settings *s) { return parse_positive_int(n, v, &s->ranks_per_node); },
-     [](const Settings &s) { return std::to_string(s.ranks_per_node); }},
-    {"PGS_TOPOLOGY_XML", "unset", "testing/simulation: the node topology from this hwloc XML file",
-     [](const char *n, const char *v, Settings *s) { return parse_path(n, v, &s->topology_xml); }, nullptr},
-    {"PGS_LOG", "error", "log level; lines go to stderr prefixed with the world rank",
-     [](const char *n, const char *v, Settings *s) { return parse_log_level(n, v, &s->log); }, nullptr},
-    {"PGS_DEBUG", "unset", "detail: ranks compare each collective's arguments before running it",
-     [](const char *n, const char *v, Settings *s) {
-       int detail = 0;
-       const pg_status st = parse_choice(n, v, {"detail"}, &detail);
-       s->debug_detail = st == PG_OK;
-       return st;
-     },
-     [](const Settings &s) { return std::string(s.debug_detail ? "detail" : ""); }},
-    // With a watchdog, blocking calls below MPI_THREAD_MULTIPLE are issued as
-    // nonblocking MPI calls (polled), which cannot match blocking ones: ranks
-    // agree on whether it is on, not on its value.
-    {"PGS_TIMEOUT", "0 (off)", "watchdog: a collective unfinished after this many seconds aborts the job",
-     [](const char *n, const char *v, Settings *s) { return parse_seconds(n, v, &s->timeout_s); },
-     [](const Settings &s) { return std::string(s.timeout_s > 0 ? "on" : "off"); }},
-    {"PGS_BIND", "none", "bind each rank near its GPU (CPU: spread over NUMA nodes)",
-     [](const char *n, const char *v, Settings *s) {
-       int mode = 0;
-       PG_CHECK(parse_choice(n, v, kBindModes, &mode));
-       s->bind = static_cast<Bind>(mode);
-       return PG_OK;
-     },
-     nullptr},
-    // The recorder measures each rank's clock against rank 0's at creation
-    // (collective): ranks agree on whether it is on.
-    {"PGS_TRACE", "unset (off)", "the flight recorder: each rank writes its dumps into this folder",
-     [](const char *n, const char *v, Settings *s) { return parse_writable_dir(n, v, &s->trace_dir); },
-     [](const Settings &s) { return std::string(s.trace_dir.empty() ? "off" : "on"); }},
-    {"PGS_TRACE_ENTRIES", "4096", "operations each strategy's flight recorder keeps",
-     [](const char *n, const char *v, Settings *s) {
-       int entries = 0;
-       PG_CHECK(parse_int(n, v, 16, 1 << 20, &entries));
-       s->trace_entries = static_cast<std::size_t>(entries);
-       return PG_OK;
-     },
-     nullptr},
-};
-
 }  // namespace
 
 std::string schedule(const Listings &listings) {
@@ -104,10 +50,6 @@ std::string describe(const Listings &listings) {
     out += l.name + (l.given.empty() ? " unset (default: " + l.fallback + ")" : "=" + l.given) + "\n";
   return out;
 }
-
-Listings Settings::list() const { return list_rows(kRows, *this); }
-
-pg_status read(Settings *out) { return read_rows(kRows, out); }
 
 pg_status parse_backend(const char *var, const char *value, BackendChoice *out) {
   static const char *const expected =

@@ -4,12 +4,12 @@
 
 #include <string>
 
-#include "core/entry.h"
 #include "core/runtime.h"
-#include "core/status.h"
-#include "core/text.h"
 #include "launch/bootstrap.h"
 #include "launch/settings.h"
+#include "util/entry.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
-#include "core/dtype.h"
+#include "util/dtype.h"
 
 #include <cstdint>
 
-#include "core/half.h"
+#include "util/half.h"
 
 namespace pg {
 

@@ -1,5 +1,5 @@
-// The launch environment: which launcher started this process and what it
-// says about the job, compared with MPI's view.
+#include "launch/launcher.h"
+
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -8,11 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/log.h"
-#include "core/text.h"
-#include "topology/machine.h"
+#include "util/log.h"
+#include "util/text.h"
 
-namespace pg::topology {
+namespace pg::launch {
 
 namespace {
 
@@ -314,4 +313,4 @@ void check_launcher(MPI_Comm world) {
   log::write(params::LogLevel::warn, "%s", warning.c_str());
 }
 
-}  // namespace pg::topology
+}  // namespace pg::launch

@@ -3,19 +3,19 @@
 #include <cmath>
 #include <string>
 
-#include "core/agree.h"
-#include "core/dtype.h"
-#include "core/entry.h"
-#include "core/info.h"
-#include "core/reduce.h"
+#include "api/info.h"
 #include "core/registry.h"
 #include "core/runtime.h"
-#include "core/status.h"
 #include "core/strategy.h"
-#include "core/text.h"
 #include "core/trace.h"
 #include "core/validate.h"
+#include "mpi/agree.h"
 #include "mpi/types.h"
+#include "util/dtype.h"
+#include "util/entry.h"
+#include "util/reduce.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "core/poll.h"
+#include "util/poll.h"
 
 #include <sched.h>
 #include <time.h>
@@ -33,12 +33,6 @@ void Backoff::idle() {
     const struct timespec pause = {0, 20000};
     nanosleep(&pause, nullptr);
   }
-}
-
-void check_watchdog(const Until &until) {
-  if (!until.watched) return;
-  const watchdog::Watch w = until.watch();
-  if (watchdog::overdue(until.watched, w)) watchdog::abort_job(until.watched, w);
 }
 
 }  // namespace pg

@@ -1,12 +1,12 @@
 // Waiting for what a peer, MPI or the GPU moves: one loop for every wait of the
-// library, with one back-off and, where a collective is watched, the
-// watchdog's deadline (docs/env.md, PGS_TIMEOUT).
+// library, with one back-off and, where the caller gives one, a check run at
+// every round (the watchdog's deadline, docs/env.md, PGS_TIMEOUT).
 #pragma once
 
 #include <chrono>
 #include <functional>
 
-#include "core/watchdog.h"
+#include "pg_strategy.h"
 
 namespace pg {
 
@@ -24,14 +24,10 @@ class Backoff {
 // How long a poll may go on, besides until it is done.
 struct Until {
   double timeout_s = -1;  // < 0: no deadline of its own
-  // With a strategy: its watchdog ends the job once the collective `watch`
-  // names has run past PGS_TIMEOUT (the caller polls below MPI_THREAD_MULTIPLE).
-  pg_strategy *watched = nullptr;
-  std::function<watchdog::Watch()> watch;
+  // Run at every round that found nothing done; may end the job (the
+  // watchdog, when the caller polls below MPI_THREAD_MULTIPLE).
+  std::function<void()> check;
 };
-
-// Aborts the job when the watched collective is overdue (never returns then).
-void check_watchdog(const Until &until);
 
 // Calls test(&done) until done or a failure, and returns its status; or
 // until the deadline, returning PG_OK with *done false.
@@ -44,7 +40,7 @@ pg_status poll(Test &&test, const Until &until, bool *done) {
     *done = false;
     const pg_status st = test(done);
     if (*done || st != PG_OK) return st;
-    check_watchdog(until);
+    if (until.check) until.check();
     if (until.timeout_s >= 0 && std::chrono::steady_clock::now() >= deadline) return PG_OK;
     backoff.idle();
   }

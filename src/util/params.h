@@ -83,32 +83,11 @@ std::string schedule(const Listings &listings);
 std::string describe(const Listings &listings);
 
 enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
-enum class Bind { none, numa };
 
 // PGS_BACKEND: one name for every device, or a per-device map.
 struct BackendChoice {
   std::string cpu, cuda;  // empty: the device default
 };
-
-// The library's own variables (built-in backends declare theirs: BackendSettings).
-struct Settings {
-  BackendChoice backend;
-  std::vector<std::string> plugin_path;  // PGS_PLUGIN_PATH
-  int ranks_per_node = 0;                // PGS_RANKS_PER_NODE; 0 = unset
-  std::string topology_xml;              // PGS_TOPOLOGY_XML
-  LogLevel log = LogLevel::error;        // PGS_LOG
-  bool debug_detail = false;             // PGS_DEBUG=detail
-  double timeout_s = 0;                  // PGS_TIMEOUT; 0 = off
-  Bind bind = Bind::none;                // PGS_BIND
-  std::string trace_dir;                 // PGS_TRACE; empty: the flight recorder is off
-  std::size_t trace_entries = 4096;      // PGS_TRACE_ENTRIES
-  std::vector<std::string> given;        // as set, by row
-
-  Listings list() const;
-};
-
-// Reads the library's PGS_* variables. Fails on the first bad value.
-pg_status read(Settings *out);
 
 // Parsers, one per grammar, for the rows (and the unit tests). `var` names the
 // variable in messages.

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/status.h"
 #include "pg_strategy.h"
+#include "util/status.h"
 
 namespace pg {
 

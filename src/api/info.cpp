@@ -1,17 +1,18 @@
 // pg_strategy_info: what a rank's strategy knows, one key at a time (the
 // answers pg-topo prints). Each key is a row: its name and how it is answered.
-#include "core/info.h"
+#include "api/info.h"
 
 #include <cstdlib>
 #include <memory>
 
 #include "core/selection.h"
-#include "core/status.h"
 #include "core/strategy.h"
-#include "core/text.h"
 #include "launch/bootstrap.h"
+#include "launch/launcher.h"
 #include "launch/settings.h"
 #include "topology/machine.h"
+#include "util/status.h"
+#include "util/text.h"
 
 namespace pg {
 namespace {
@@ -110,14 +111,14 @@ const Key kKeys[] = {
     {"launcher",
      [](const pg_strategy *) {
        const std::string bootstrap = launch::describe();
-       return topo::describe_launcher(topo::detect_launcher()) + (bootstrap.empty() ? "" : "; " + bootstrap);
+       return launch::describe_launcher(launch::detect_launcher()) + (bootstrap.empty() ? "" : "; " + bootstrap);
      }},
     {"launcher_warning",
      [](const pg_strategy *) {
        int rank = 0, size = 1;
        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
        MPI_Comm_size(MPI_COMM_WORLD, &size);
-       return topo::launcher_warning(topo::detect_launcher(), rank, size, topo::running_mpi_library());
+       return launch::launcher_warning(launch::detect_launcher(), rank, size, launch::running_mpi_library());
      }},
     {"nodes",
      [](const pg_strategy *s) {

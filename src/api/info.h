@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/params.h"
+#include "util/params.h"
 
 struct pg_strategy;
 

@@ -1,6 +1,6 @@
-#include "core/agree.h"
+#include "mpi/agree.h"
 
-#include "core/status.h"
+#include "util/status.h"
 
 namespace pg {
 
