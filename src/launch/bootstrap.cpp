@@ -16,7 +16,7 @@
 
 #include "launch/auth.h"
 #include "launch/launcher.h"
-#include "launch/pmi.h"
+#include "launch/pmi_relay.h"
 #include "launch/rendezvous.h"
 #include "launch/tcpstore.h"
 #include "launch/wire.h"
@@ -26,30 +26,6 @@
 
 namespace pg::launch {
 namespace {
-
-// This process's membership in a bootstrapped job: its connection to the
-// rendezvous and the PMI server its MPI talks to. Never freed: its thread
-// runs until the process exits.
-struct Member {
-  int rank = 0, size = 1;
-  int tcp = -1;         // to the rendezvous
-  int pmi = -1;         // the server's end of the PMI socketpair
-  int pmi_client = -1;  // MPI's end (PMI_FD)
-  Address at;
-  std::string what, origin, kvsname;
-  std::vector<std::string> hosts;
-  FrameReader reader{kMaxFrame};
-  PmiSession *session = nullptr;
-  long epoch = 0;
-  bool env_set = false;
-  std::mutex send_mutex;
-  std::atomic<bool> exiting{false}, finalized{false}, aborting{false};
-
-  bool send(const Fields &f) {
-    std::lock_guard<std::mutex> lock(send_mutex);
-    return send_all(tcp, frame(f));
-  }
-};
 
 std::mutex g_mutex;
 Member *g_member = nullptr;
@@ -82,98 +58,6 @@ int read_frame(int fd, FrameReader &reader, Clock::time_point deadline, Fields *
       return -1;
     }
     reader.feed(buf, static_cast<std::size_t>(n));
-  }
-}
-
-void on_pmi_line(Member &m, std::string_view line) {
-  PG_LOG(debug, "bootstrap: PMI line from MPI: %s", text::printable(line).c_str());
-  const PmiSession::Step s = m.session->on_line(line);
-  if (!s.reply.empty()) send_all(m.pmi, s.reply);
-  switch (s.then) {
-    case PmiSession::Step::Then::barrier: {
-      Fields f = {"BARRIER", std::to_string(m.epoch++)};
-      for (auto &kv : m.session->take_puts()) {
-        f.push_back(kv.first);
-        f.push_back(kv.second);
-      }
-      m.send(f);
-      break;
-    }
-    case PmiSession::Step::Then::finalize:
-      m.finalized = true;
-      m.send({"FINALIZE"});
-      break;
-    case PmiSession::Step::Then::abort:
-      m.aborting = true;
-      m.send({"ABORT", std::to_string(s.exit_code), s.message.empty() ? "(no message)" : s.message});
-      break;
-    case PmiSession::Step::Then::nothing:
-      break;
-  }
-}
-
-void on_rendezvous_frame(Member &m, const Fields &f) {
-  if (f[0] == "BARRIER-OUT" && f.size() % 2 == 0) {
-    KeyValues kvs;
-    for (std::size_t i = 2; i + 1 < f.size(); i += 2) kvs.emplace_back(f[i], f[i + 1]);
-    if (m.pmi >= 0) send_all(m.pmi, m.session->barrier_done(kvs));
-  } else if (f[0] == "END" && f.size() >= 3) {
-    int code = 1;
-    if (!text::parse_number(f[1], &code) || code == 0) code = 1;
-    end_job(code, f[2]);
-  } else {
-    PG_LOG(debug, "bootstrap: ignored a '%s' message from the rendezvous", text::printable(f[0]).c_str());
-  }
-}
-
-// The PMI server of this process, and the watch on the rendezvous.
-void serve(Member *m) {
-  std::string pending;    // bytes from MPI not yet a whole line
-  bool discarding = false;  // inside an overlong line
-  std::vector<char> buf(1 << 16);
-  while (true) {
-    pollfd fds[2] = {{m->tcp, POLLIN, 0}, {m->pmi, POLLIN, 0}};
-    const int rc = poll(fds, m->pmi >= 0 ? 2 : 1, 1000);
-    if (rc < 0 && errno != EINTR) return;
-    if (rc <= 0) continue;
-    if (m->pmi >= 0 && fds[1].revents) {
-      const ssize_t n = read(m->pmi, buf.data(), buf.size());
-      if (n <= 0) {
-        // MPI closed its end (after PMI finalize, or at exit).
-        ::close(m->pmi);
-        m->pmi = -1;
-      } else {
-        pending.append(buf.data(), static_cast<std::size_t>(n));
-        std::size_t start = 0, end;
-        while ((end = pending.find('\n', start)) != std::string::npos) {
-          if (!discarding) on_pmi_line(*m, std::string_view(pending).substr(start, end - start));
-          discarding = false;
-          start = end + 1;
-        }
-        pending.erase(0, start);
-        if (pending.size() > kPmiMaxLine && !discarding) {
-          send_all(m->pmi, m->session->on_overlong_line().reply);
-          discarding = true;
-        }
-        if (discarding) pending.clear();
-      }
-    }
-    if (fds[0].revents) {
-      const ssize_t n = recv(m->tcp, buf.data(), buf.size(), 0);
-      if (n > 0) {
-        m->reader.feed(buf.data(), static_cast<std::size_t>(n));
-        Fields f;
-        std::string error;
-        int got;
-        while ((got = m->reader.next(&f, &error)) == 1) on_rendezvous_frame(*m, f);
-        if (got == 0) continue;
-        // A rendezvous that breaks the framing is as good as gone.
-      }
-      if (m->exiting || m->finalized || m->aborting) return;
-      end_job(1, "rank 0 (host " + (m->hosts.empty() ? std::string("?") : m->hosts[0]) +
-                     "), which serves the job's rendezvous at " + m->at.text() +
-                     ", died: this process lost its connection to it before finalizing MPI");
-    }
   }
 }
 

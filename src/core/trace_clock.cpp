@@ -1,0 +1,78 @@
+// The flight recorder's agreement across ranks at creation: the job's name
+// in the dump files, and each rank's clock against rank 0's.
+#include <unistd.h>
+
+#include <cctype>
+#include <climits>
+#include <cstdio>
+#include <ctime>
+
+#include "core/trace_parts.h"
+#include "core/watchdog.h"
+#include "util/params.h"
+#include "util/status.h"
+
+namespace pg::trace {
+namespace {
+
+constexpr int kClockRounds = 5, kClockRoundsMax = 100;
+constexpr std::int64_t kClockGoodNs = 20000, kClockBudgetNs = 100000000;
+constexpr int kClockTag = 3;  // s->comm's point-to-point tags: 1 is the PGS_DEBUG check
+
+}  // namespace
+
+pg_status agree_job(MPI_Comm comm, std::string *job) {
+  for (const char *var : {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"})
+    if (const char *v = params::env(var)) {
+      *job = v;
+      for (char &c : *job)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+      return PG_OK;
+    }
+  char mine[32] = "";
+  std::snprintf(mine, sizeof mine, "%lld-%ld", static_cast<long long>(time(nullptr)), static_cast<long>(getpid()));
+  PG_MPI_CHECK(MPI_Bcast(mine, sizeof mine, MPI_CHAR, 0, comm));
+  *job = mine;
+  return PG_OK;
+}
+
+// This rank's clock against rank 0's: round trips to rank 0, keeping the
+// offset of the shortest (Cristian's method), whose half round trip bounds the
+// error. At least kClockRounds; more while the best is above kClockGoodNs, up
+// to kClockRoundsMax or kClockBudgetNs (ranks sharing cores wait for one:
+// round trips of milliseconds). Each peer tells rank 0 when it is done.
+pg_status measure_clock(MPI_Comm comm, int rank, int size, std::int64_t *offset, std::int64_t *uncertainty) {
+  constexpr std::int64_t kDone = INT64_MIN;
+  *offset = 0;
+  *uncertainty = 0;
+  if (rank == 0) {
+    for (int r = 1; r < size; ++r)
+      while (true) {
+        std::int64_t asked = 0;
+        PG_MPI_CHECK(MPI_Recv(&asked, 1, MPI_INT64_T, r, kClockTag, comm, MPI_STATUS_IGNORE));
+        if (asked == kDone) break;
+        const std::int64_t now = watchdog::now_ns();
+        PG_MPI_CHECK(MPI_Send(&now, 1, MPI_INT64_T, r, kClockTag, comm));
+      }
+    return PG_OK;
+  }
+  std::int64_t best = INT64_MAX;
+  const std::int64_t until = watchdog::now_ns() + kClockBudgetNs;
+  for (int i = 0; i < kClockRounds || (best > kClockGoodNs && i < kClockRoundsMax && watchdog::now_ns() < until);
+       ++i) {
+    const std::int64_t sent = watchdog::now_ns();
+    std::int64_t theirs = 0;
+    PG_MPI_CHECK(MPI_Send(&sent, 1, MPI_INT64_T, 0, kClockTag, comm));
+    PG_MPI_CHECK(MPI_Recv(&theirs, 1, MPI_INT64_T, 0, kClockTag, comm, MPI_STATUS_IGNORE));
+    const std::int64_t back = watchdog::now_ns(), round = back - sent;
+    if (round < best) {
+      best = round;
+      *offset = theirs - (sent + back) / 2;
+      *uncertainty = round / 2;
+    }
+  }
+  PG_MPI_CHECK(MPI_Send(&kDone, 1, MPI_INT64_T, 0, kClockTag, comm));
+  return PG_OK;
+}
+
+}  // namespace pg::trace
