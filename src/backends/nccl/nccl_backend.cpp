@@ -37,15 +37,16 @@
 //   failure) is polled, so a failure returns PG_ERR_BACKEND with NCCL's text
 //   instead of hanging.
 //
-// Operations: allreduce, broadcast, reduce, allgather and reduce_scatter are
-// NCCL's collectives, whose in-place layouts are the library's. alltoall,
-// gather, scatter, send, recv and sendrecv are ncclSend/ncclRecv in a group;
-// a rank's own block is a device-to-device copy. barrier is a one-element
-// allreduce on a device scratch buffer. Counts are size_t in NCCL too, so no
-// operation is split. The bitwise operators, which NCCL lacks, are
-// PG_ERR_UNSUPPORTED before anything is enqueued. NCCL matches point-to-point
-// messages in order per pair of ranks and ignores tags; the two sides of a
-// message must name the same count.
+// Operations (nccl_collectives.cpp, nccl_peers.cpp): allreduce, broadcast,
+// reduce, allgather and reduce_scatter are NCCL's collectives, whose in-place
+// layouts are the library's. alltoall, gather, scatter, send, recv and
+// sendrecv are ncclSend/ncclRecv in a group; a rank's own block is a
+// device-to-device copy. barrier is a one-element allreduce on a device
+// scratch buffer. Counts are size_t in NCCL too, so no operation is split.
+// The bitwise operators, which NCCL lacks, are PG_ERR_UNSUPPORTED before
+// anything is enqueued. NCCL matches point-to-point messages in order per pair
+// of ranks and ignores tags; the two sides of a message must name the same
+// count.
 //
 // Destroy: ncclCommFinalize and ncclCommDestroy, or ncclCommAbort when an
 // operation of this backend failed (or creation failed on some rank); then the
@@ -59,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/nccl/nccl_ops.h"
 #include "backends/nccl/nccl_types.h"
 #include "cuda/check.h"
 #include "mpi/agree.h"
@@ -162,19 +164,6 @@ struct PendingRequests {
       if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
   }
 };
-
-// Runs `body` (which issues NCCL calls) between ncclGroupStart and
-// ncclGroupEnd; the group is closed even when the body fails.
-template <typename Body>
-pg_status group(ncclComm_t comm, Body body) {
-  PG_NCCL_CHECK(comm, ncclGroupStart());
-  pg_status st = body();
-  std::string message = st == PG_OK ? std::string() : last_error();
-  ncclResult_t end = ncclGroupEnd();
-  if (st != PG_OK) return fail_message(st, message);
-  PG_NCCL_CHECK(comm, end);
-  return PG_OK;
-}
 
 class NcclBackend final : public Backend {
  public:
@@ -353,6 +342,9 @@ class NcclBackend final : public Backend {
     return PG_OK;
   }
 
+  // Where an operation goes on `stream` (nccl_ops.h).
+  Queue queue(cudaStream_t stream) const { return {state_->comm, rank_, size_, stream, scratch_}; }
+
   pg_status run_unchecked(const CollArgs &a) {
     ncclRedOp_t op;
     PG_CHECK(supported(a, &op));
@@ -360,7 +352,7 @@ class NcclBackend final : public Backend {
     PG_CHECK(async_error(*state_));
     cudaStream_t stream = nullptr;
     PG_CHECK(stream_for_work(&stream));
-    PG_CHECK(enqueue(a, op, stream));
+    PG_CHECK(enqueue(queue(stream), a, op));
     if (user_stream_ && a.coll != Coll::barrier) return PG_OK;
     PG_CUDA_CHECK(cudaEventRecord(done_, stream));
     return wait_event(done_, *state_);
@@ -375,217 +367,9 @@ class NcclBackend final : public Backend {
     PG_CHECK(request->create());
     cudaStream_t stream = nullptr;
     PG_CHECK(stream_for_work(&stream));
-    PG_CHECK(enqueue(a, op, stream));
+    PG_CHECK(enqueue(queue(stream), a, op));
     PG_CUDA_CHECK(cudaEventRecord(request->event(), stream));
     *out = std::move(request);
-    return PG_OK;
-  }
-
-  // Enqueues `a` on `stream`.
-  pg_status enqueue(const CollArgs &a, ncclRedOp_t op, cudaStream_t stream) {
-    ncclComm_t comm = state_->comm;
-    const ncclDataType_t type = datatype(a.dtype);
-    const std::size_t bytes = a.count * dtype_size(a.dtype);  // one block of a block layout
-    const char *send = static_cast<const char *>(a.send);
-    char *recv = static_cast<char *>(a.recv);
-
-    switch (a.coll) {
-      case Coll::allreduce:
-        PG_NCCL_CHECK(comm, ncclAllReduce(a.send, a.recv, a.count, type, op, comm, stream));
-        return PG_OK;
-      case Coll::broadcast:
-        PG_NCCL_CHECK(comm, ncclBroadcast(a.recv, a.recv, a.count, type, a.root, comm, stream));
-        return PG_OK;
-      case Coll::reduce:
-        PG_NCCL_CHECK(comm, ncclReduce(a.send, a.recv, a.count, type, op, a.root, comm, stream));
-        return PG_OK;
-      case Coll::allgather:
-        PG_NCCL_CHECK(comm, ncclAllGather(a.send, a.recv, a.count, type, comm, stream));
-        return PG_OK;
-      case Coll::reduce_scatter:
-        PG_NCCL_CHECK(comm, ncclReduceScatter(a.send, a.recv, a.count, type, op, comm, stream));
-        return PG_OK;
-      case Coll::barrier:
-        PG_NCCL_CHECK(comm, ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm, stream));
-        return PG_OK;
-      case Coll::alltoall:
-        return alltoall(a, type, bytes, stream);
-      case Coll::gather: {
-        if (rank_ != a.root) return group(comm, [&] { return send_to(send, a.count, type, a.root, stream); });
-        char *own = recv + a.root * bytes;
-        if (own != send) PG_CUDA_CHECK(cudaMemcpyAsync(own, send, bytes, cudaMemcpyDeviceToDevice, stream));
-        return group(comm, [&] {
-          for (int r = 0; r < size_; ++r)
-            if (r != rank_) PG_CHECK(recv_from(recv + r * bytes, a.count, type, r, stream));
-          return PG_OK;
-        });
-      }
-      case Coll::scatter: {
-        if (rank_ != a.root) return group(comm, [&] { return recv_from(recv, a.count, type, a.root, stream); });
-        const char *own = send + a.root * bytes;
-        if (own != recv) PG_CUDA_CHECK(cudaMemcpyAsync(recv, own, bytes, cudaMemcpyDeviceToDevice, stream));
-        return group(comm, [&] {
-          for (int r = 0; r < size_; ++r)
-            if (r != rank_) PG_CHECK(send_to(send + r * bytes, a.count, type, r, stream));
-          return PG_OK;
-        });
-      }
-      case Coll::send:
-        return send_to(send, a.count, type, a.peer, stream);
-      case Coll::recv:
-        return recv_from(recv, a.count, type, a.peer, stream);
-      case Coll::sendrecv:
-        return group(comm, [&] {
-          PG_CHECK(send_to(send, a.count, type, a.peer, stream));
-          return recv_from(recv, a.recv_count, type, a.source, stream);
-        });
-      case Coll::allgatherv:
-      case Coll::reduce_scatterv:
-      case Coll::alltoallv:
-      case Coll::gatherv:
-      case Coll::scatterv:
-        return uneven(a, type, op, stream);
-    }
-    return fail(PG_ERR_INTERNAL, "nccl backend: unknown operation %d", static_cast<int>(a.coll));
-  }
-
-  // A message of zero elements is not sent: both sides name the same count.
-  pg_status send_to(const void *buf, std::size_t count, ncclDataType_t type, int peer,
-                    cudaStream_t stream) {
-    if (count > 0) PG_NCCL_CHECK(state_->comm, ncclSend(buf, count, type, peer, state_->comm, stream));
-    return PG_OK;
-  }
-  pg_status recv_from(void *buf, std::size_t count, ncclDataType_t type, int peer, cudaStream_t stream) {
-    if (count > 0) PG_NCCL_CHECK(state_->comm, ncclRecv(buf, count, type, peer, state_->comm, stream));
-    return PG_OK;
-  }
-
-  // Block r of send goes to rank r. In place (send == recv), the input is
-  // first copied to a stream-ordered staging buffer, freed on the stream after.
-  pg_status alltoall(const CollArgs &a, ncclDataType_t type, std::size_t bytes, cudaStream_t stream) {
-    ncclComm_t comm = state_->comm;
-    char *recv = static_cast<char *>(a.recv);
-    const char *send = static_cast<const char *>(a.send);
-    void *staging = nullptr;
-    if (a.in_place) {
-      PG_CUDA_CHECK(cudaMallocAsync(&staging, bytes * size_, stream));
-      pg_status st = copy_async(staging, a.send, bytes * size_, stream);
-      if (st != PG_OK) {
-        cudaFreeAsync(staging, stream);
-        return st;
-      }
-      send = static_cast<const char *>(staging);
-    }
-    pg_status st = copy_async(recv + rank_ * bytes, send + rank_ * bytes, bytes, stream);
-    if (st == PG_OK)
-      st = group(comm, [&] {
-        for (int r = 0; r < size_; ++r) {
-          if (r == rank_) continue;
-          PG_CHECK(send_to(send + r * bytes, a.count, type, r, stream));
-          PG_CHECK(recv_from(recv + r * bytes, a.count, type, r, stream));
-        }
-        return PG_OK;
-      });
-    if (staging) {
-      std::string message = st == PG_OK ? std::string() : last_error();
-      cudaError_t freed = cudaFreeAsync(staging, stream);
-      if (st != PG_OK) return fail_message(st, message);
-      PG_CUDA_CHECK(freed);
-    }
-    return st;
-  }
-
-  // The uneven collectives: NCCL has none of them (nor an all-to-all with
-  // counts per peer), so they go as grouped sends and receives, the block a
-  // rank keeps as a device copy; reduce_scatterv as one grouped reduce per block.
-  pg_status uneven(const CollArgs &a, ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
-    ncclComm_t comm = state_->comm;
-    const std::size_t es = dtype_size(a.dtype), me = static_cast<std::size_t>(rank_);
-    const std::size_t p = static_cast<std::size_t>(size_), root = static_cast<std::size_t>(a.root);
-    const VCounts &v = *a.v;
-    const char *send = static_cast<const char *>(a.send);
-    char *recv = static_cast<char *>(a.recv);
-    switch (a.coll) {
-      case Coll::allgatherv:
-        if (!a.in_place) PG_CHECK(copy_async(recv + v.recv_displs[me] * es, send, a.count * es, stream));
-        return group(comm, [&] {
-          for (std::size_t r = 0; r < p; ++r) {
-            if (r == me) continue;
-            PG_CHECK(send_to(send, a.count, type, static_cast<int>(r), stream));
-            PG_CHECK(recv_from(recv + v.recv_displs[r] * es, v.recv_counts[r], type, static_cast<int>(r), stream));
-          }
-          return PG_OK;
-        });
-      case Coll::reduce_scatterv:
-        // In place, this rank's own reduce has sendbuff == recvbuff: NCCL's
-        // in-place form. Ranks other than a block's root never write its
-        // recvbuff: they name their own block of input there.
-        return group(comm, [&] {
-          for (std::size_t r = 0; r < p; ++r) {
-            if (v.recv_counts[r] == 0) continue;
-            const char *block = send + v.send_displs[r] * es;
-            void *out = r == me ? a.recv : const_cast<char *>(block);
-            PG_NCCL_CHECK(comm, ncclReduce(block, out, v.recv_counts[r], type, op, static_cast<int>(r), comm, stream));
-          }
-          return PG_OK;
-        });
-      case Coll::alltoallv: {
-        void *staging = nullptr;
-        const std::size_t extent = VCounts::extent(v.send_counts, v.send_displs) * es;
-        if (a.in_place && extent > 0) {
-          PG_CUDA_CHECK(cudaMallocAsync(&staging, extent, stream));
-          pg_status st = copy_async(staging, a.send, extent, stream);
-          if (st != PG_OK) {
-            cudaFreeAsync(staging, stream);
-            return st;
-          }
-          send = static_cast<const char *>(staging);
-        }
-        pg_status st = copy_async(recv + v.recv_displs[me] * es, send + v.send_displs[me] * es,
-                                  v.send_counts[me] * es, stream);
-        if (st == PG_OK)
-          st = group(comm, [&] {
-            for (std::size_t r = 0; r < p; ++r) {
-              if (r == me) continue;
-              PG_CHECK(send_to(send + v.send_displs[r] * es, v.send_counts[r], type, static_cast<int>(r), stream));
-              PG_CHECK(recv_from(recv + v.recv_displs[r] * es, v.recv_counts[r], type, static_cast<int>(r), stream));
-            }
-            return PG_OK;
-          });
-        if (staging) {
-          std::string message = st == PG_OK ? std::string() : last_error();
-          cudaError_t freed = cudaFreeAsync(staging, stream);
-          if (st != PG_OK) return fail_message(st, message);
-          PG_CUDA_CHECK(freed);
-        }
-        return st;
-      }
-      case Coll::gatherv:
-        if (me != root) return group(comm, [&] { return send_to(send, a.count, type, a.root, stream); });
-        if (!a.in_place) PG_CHECK(copy_async(recv + v.recv_displs[me] * es, send, a.count * es, stream));
-        return group(comm, [&] {
-          for (std::size_t r = 0; r < p; ++r)
-            if (r != me)
-              PG_CHECK(recv_from(recv + v.recv_displs[r] * es, v.recv_counts[r], type, static_cast<int>(r), stream));
-          return PG_OK;
-        });
-      case Coll::scatterv:
-        if (me != root) return group(comm, [&] { return recv_from(recv, a.count, type, a.root, stream); });
-        if (!a.in_place) PG_CHECK(copy_async(recv, send + v.send_displs[me] * es, a.count * es, stream));
-        return group(comm, [&] {
-          for (std::size_t r = 0; r < p; ++r)
-            if (r != me)
-              PG_CHECK(send_to(send + v.send_displs[r] * es, v.send_counts[r], type, static_cast<int>(r), stream));
-          return PG_OK;
-        });
-      default:
-        return fail(PG_ERR_INTERNAL, "nccl backend: not an uneven collective");
-    }
-  }
-
-  static pg_status copy_async(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
-    if (bytes > 0 && dst != src)
-      PG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
     return PG_OK;
   }
 
