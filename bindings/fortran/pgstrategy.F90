@@ -132,65 +132,61 @@ module pgstrategy
   integer, parameter, public :: PG_BOR = 6
   integer, parameter, public :: PG_BXOR = 7
 
+
   ! ---- procedures ---------------------------------------------------------------
   public :: pg_status_name, pg_last_error, pg_version, pg_default_backend, pg_backends_list
   public :: pg_strategy_create, pg_strategy_split, pg_strategy_destroy
   public :: pg_strategy_backend, pg_strategy_device, pg_strategy_rank, pg_strategy_size
   public :: pg_strategy_local_rank, pg_strategy_local_size, pg_strategy_node_rank
   public :: pg_strategy_node_count, pg_strategy_describe, pg_strategy_set_stream
-  public :: pg_mem_alloc, pg_mem_free
-  public :: pg_allreduce, pg_broadcast, pg_reduce, pg_allgather, pg_reduce_scatter
-  public :: pg_alltoall, pg_gather, pg_scatter, pg_barrier, pg_send, pg_recv, pg_sendrecv
-  public :: pg_iallreduce, pg_ibroadcast, pg_ireduce, pg_iallgather, pg_ireduce_scatter
-  public :: pg_ialltoall, pg_igather, pg_iscatter, pg_ibarrier, pg_isend, pg_irecv
-  public :: pg_work_wait, pg_work_test, pg_work_free
-  public :: pg_allgatherv, pg_reduce_scatterv, pg_alltoallv, pg_gatherv, pg_scatterv
-  public :: pg_iallgatherv, pg_ireduce_scatterv, pg_ialltoallv, pg_igatherv, pg_iscatterv
+  public :: pg_mem_alloc, pg_mem_free, pg_work_wait, pg_work_test, pg_work_free
 
-  ! Counts: a default integer or an integer(c_size_t). The two specific procedures
-  ! of each generic are one text, pgstrategy_counts.inc, included once per kind at
-  ! the end of the module. (The empty comment pastes names: Fortran preprocessors
-  ! are traditional ones, without ##.)
-#define PGF_INT(name) name/**/_int
-#define PGF_CSIZE(name) name/**/_csize
-#define PGF_COUNT_GENERIC(name) interface name; module procedure PGF_INT(name), PGF_CSIZE(name); end interface
-  PGF_COUNT_GENERIC(pg_mem_alloc)
-  PGF_COUNT_GENERIC(pg_allreduce)
-  PGF_COUNT_GENERIC(pg_broadcast)
-  PGF_COUNT_GENERIC(pg_reduce)
-  PGF_COUNT_GENERIC(pg_allgather)
-  PGF_COUNT_GENERIC(pg_reduce_scatter)
-  PGF_COUNT_GENERIC(pg_alltoall)
-  PGF_COUNT_GENERIC(pg_gather)
-  PGF_COUNT_GENERIC(pg_scatter)
-  PGF_COUNT_GENERIC(pg_send)
-  PGF_COUNT_GENERIC(pg_recv)
-  PGF_COUNT_GENERIC(pg_sendrecv)
-
-  PGF_COUNT_GENERIC(pg_iallreduce)
-  PGF_COUNT_GENERIC(pg_ibroadcast)
-  PGF_COUNT_GENERIC(pg_ireduce)
-  PGF_COUNT_GENERIC(pg_iallgather)
-  PGF_COUNT_GENERIC(pg_ireduce_scatter)
-  PGF_COUNT_GENERIC(pg_ialltoall)
-  PGF_COUNT_GENERIC(pg_igather)
-  PGF_COUNT_GENERIC(pg_iscatter)
-  PGF_COUNT_GENERIC(pg_isend)
-  PGF_COUNT_GENERIC(pg_irecv)
-  PGF_COUNT_GENERIC(pg_allgatherv)
-  PGF_COUNT_GENERIC(pg_gatherv)
-  PGF_COUNT_GENERIC(pg_scatterv)
-  PGF_COUNT_GENERIC(pg_iallgatherv)
-  PGF_COUNT_GENERIC(pg_igatherv)
-  PGF_COUNT_GENERIC(pg_iscatterv)
-#undef PGF_COUNT_GENERIC
+  ! bytes: a default integer or an integer(c_size_t).
+  interface pg_mem_alloc
+    module procedure pg_mem_alloc_int, pg_mem_alloc_csize
+  end interface
 
   ! timeout_seconds: double precision or default real.
   interface pg_work_wait
     module procedure pg_work_wait_double, pg_work_wait_real
   end interface
 
+  ! The communication calls (pg_allreduce, pg_iallreduce, ...): their public names,
+  ! generic interfaces and the bind(C) interfaces of their C entry points, generated
+  ! by gen_binding.py from procedures.py.
+#include "pgf_spec.F90.inc"
+
   ! ---- the C side: the library itself, and the shim (pgstrategy_f.c) ---------------
+  abstract interface
+    function c_handle_int(handle) bind(C)  ! a query or a shim call on a handle
+      import :: c_ptr, c_int
+      type(c_ptr), value :: handle
+      integer(c_int) :: c_handle_int
+    end function c_handle_int
+    function c_handle_ptr_int(handle, ptr) bind(C)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: handle, ptr
+      integer(c_int) :: c_handle_ptr_int
+    end function c_handle_ptr_int
+    function c_handle_string(handle) bind(C)  ! a C string, or NULL
+      import :: c_ptr
+      type(c_ptr), value :: handle
+      type(c_ptr) :: c_handle_string
+    end function c_handle_string
+  end interface
+  procedure(c_handle_string), bind(C, name="pg_strategy_backend") :: c_strategy_backend
+  procedure(c_handle_string), bind(C, name="pg_strategy_device") :: c_strategy_device
+  procedure(c_handle_int), bind(C, name="pg_strategy_rank") :: c_strategy_rank
+  procedure(c_handle_int), bind(C, name="pg_strategy_size") :: c_strategy_size
+  procedure(c_handle_int), bind(C, name="pg_strategy_local_rank") :: c_strategy_local_rank
+  procedure(c_handle_int), bind(C, name="pg_strategy_local_size") :: c_strategy_local_size
+  procedure(c_handle_int), bind(C, name="pg_strategy_node_rank") :: c_strategy_node_rank
+  procedure(c_handle_int), bind(C, name="pg_strategy_node_count") :: c_strategy_node_count
+  procedure(c_handle_int), bind(C, name="pgf_strategy_destroy") :: pgf_strategy_destroy
+  procedure(c_handle_int), bind(C, name="pgf_work_free") :: pgf_work_free
+  procedure(c_handle_ptr_int), bind(C, name="pgf_strategy_set_stream") :: pgf_strategy_set_stream
+  procedure(c_handle_ptr_int), bind(C, name="pgf_mem_free") :: pgf_mem_free
+
   interface
     function c_strlen(s) bind(C, name="strlen")
       import :: c_ptr, c_size_t
@@ -208,54 +204,6 @@ module pgstrategy
       import :: c_int
       integer(c_int), intent(out) :: major, minor, patch
     end subroutine c_version
-
-    function c_strategy_backend(s) bind(C, name="pg_strategy_backend")
-      import :: c_ptr
-      type(c_ptr), value :: s
-      type(c_ptr) :: c_strategy_backend
-    end function c_strategy_backend
-
-    function c_strategy_device(s) bind(C, name="pg_strategy_device")
-      import :: c_ptr
-      type(c_ptr), value :: s
-      type(c_ptr) :: c_strategy_device
-    end function c_strategy_device
-
-    function c_strategy_rank(s) bind(C, name="pg_strategy_rank")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: s
-      integer(c_int) :: c_strategy_rank
-    end function c_strategy_rank
-
-    function c_strategy_size(s) bind(C, name="pg_strategy_size")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: s
-      integer(c_int) :: c_strategy_size
-    end function c_strategy_size
-
-    function c_strategy_local_rank(s) bind(C, name="pg_strategy_local_rank")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: s
-      integer(c_int) :: c_strategy_local_rank
-    end function c_strategy_local_rank
-
-    function c_strategy_local_size(s) bind(C, name="pg_strategy_local_size")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: s
-      integer(c_int) :: c_strategy_local_size
-    end function c_strategy_local_size
-
-    function c_strategy_node_rank(s) bind(C, name="pg_strategy_node_rank")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: s
-      integer(c_int) :: c_strategy_node_rank
-    end function c_strategy_node_rank
-
-    function c_strategy_node_count(s) bind(C, name="pg_strategy_node_count")
-      import :: c_ptr, c_int
-      type(c_ptr), value :: s
-      integer(c_int) :: c_strategy_node_count
-    end function c_strategy_node_count
 
     function pgf_last_error() bind(C, name="pgf_last_error")
       import :: c_ptr
@@ -299,12 +247,6 @@ module pgstrategy
       integer(c_int) :: pgf_strategy_split
     end function pgf_strategy_split
 
-    function pgf_strategy_destroy(s) bind(C, name="pgf_strategy_destroy")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: s
-      integer(c_int) :: pgf_strategy_destroy
-    end function pgf_strategy_destroy
-
     function pgf_strategy_describe(s, buf, len) bind(C, name="pgf_strategy_describe")
       import :: c_int, c_ptr, c_char, c_size_t
       type(c_ptr), value :: s
@@ -313,12 +255,6 @@ module pgstrategy
       integer(c_int) :: pgf_strategy_describe
     end function pgf_strategy_describe
 
-    function pgf_strategy_set_stream(s, stream) bind(C, name="pgf_strategy_set_stream")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: s, stream
-      integer(c_int) :: pgf_strategy_set_stream
-    end function pgf_strategy_set_stream
-
     function pgf_mem_alloc(s, bytes, ptr) bind(C, name="pgf_mem_alloc")
       import :: c_int, c_ptr, c_long_long
       type(c_ptr), value :: s
@@ -326,373 +262,6 @@ module pgstrategy
       type(c_ptr), intent(out) :: ptr
       integer(c_int) :: pgf_mem_alloc
     end function pgf_mem_alloc
-
-    function pgf_mem_free(s, ptr) bind(C, name="pgf_mem_free")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: s, ptr
-      integer(c_int) :: pgf_mem_free
-    end function pgf_mem_free
-
-    function pgf_barrier(s) bind(C, name="pgf_barrier")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: s
-      integer(c_int) :: pgf_barrier
-    end function pgf_barrier
-
-    function pgf_allreduce(s, sendbuf, recvbuf, count, dtype, op) bind(C, name="pgf_allreduce")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, op
-      integer(c_int) :: pgf_allreduce
-    end function pgf_allreduce
-
-    function pgf_broadcast(s, buf, count, dtype, root) bind(C, name="pgf_broadcast")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..) :: buf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, root
-      integer(c_int) :: pgf_broadcast
-    end function pgf_broadcast
-
-    function pgf_reduce(s, sendbuf, recvbuf, count, dtype, op, root) bind(C, name="pgf_reduce")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, op, root
-      integer(c_int) :: pgf_reduce
-    end function pgf_reduce
-
-    function pgf_allgather(s, sendbuf, recvbuf, sendcount, dtype) bind(C, name="pgf_allgather")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: sendcount
-      integer(c_int), value :: dtype
-      integer(c_int) :: pgf_allgather
-    end function pgf_allgather
-
-    ! The uneven collectives: count and displacement arrays (integer(c_size_t),
-    ! one per rank, 0-based displacements) go to the shim as descriptors.
-    function pgf_allgatherv(s, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype) &
-        bind(C, name="pgf_allgatherv")
-      import :: c_int, c_ptr, c_long_long, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      integer(c_long_long), value :: sendcount
-      type(*), dimension(..) :: recvbuf
-      integer(c_size_t), intent(in) :: recvcounts(:), displs(:)
-      integer(c_int), value :: dtype
-      integer(c_int) :: pgf_allgatherv
-    end function pgf_allgatherv
-
-    function pgf_reduce_scatterv(s, sendbuf, recvbuf, recvcounts, dtype, op) bind(C, name="pgf_reduce_scatterv")
-      import :: c_int, c_ptr, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      type(*), dimension(..) :: recvbuf
-      integer(c_size_t), intent(in) :: recvcounts(:)
-      integer(c_int), value :: dtype, op
-      integer(c_int) :: pgf_reduce_scatterv
-    end function pgf_reduce_scatterv
-
-    function pgf_alltoallv(s, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype) &
-        bind(C, name="pgf_alltoallv")
-      import :: c_int, c_ptr, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      integer(c_size_t), intent(in) :: sendcounts(:), sdispls(:)
-      type(*), dimension(..) :: recvbuf
-      integer(c_size_t), intent(in) :: recvcounts(:), rdispls(:)
-      integer(c_int), value :: dtype
-      integer(c_int) :: pgf_alltoallv
-    end function pgf_alltoallv
-
-    function pgf_gatherv(s, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root) &
-        bind(C, name="pgf_gatherv")
-      import :: c_int, c_ptr, c_long_long, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      integer(c_long_long), value :: sendcount
-      type(*), dimension(..) :: recvbuf
-      integer(c_size_t), intent(in) :: recvcounts(:), displs(:)
-      integer(c_int), value :: dtype, root
-      integer(c_int) :: pgf_gatherv
-    end function pgf_gatherv
-
-    function pgf_scatterv(s, sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root) &
-        bind(C, name="pgf_scatterv")
-      import :: c_int, c_ptr, c_long_long, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      integer(c_size_t), intent(in) :: sendcounts(:), displs(:)
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: recvcount
-      integer(c_int), value :: dtype, root
-      integer(c_int) :: pgf_scatterv
-    end function pgf_scatterv
-
-    function pgf_iallgatherv(s, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, work) &
-        bind(C, name="pgf_iallgatherv")
-      import :: c_int, c_ptr, c_long_long, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      integer(c_long_long), value :: sendcount
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_size_t), intent(in) :: recvcounts(:), displs(:)
-      integer(c_int), value :: dtype
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_iallgatherv
-    end function pgf_iallgatherv
-
-    function pgf_ireduce_scatterv(s, sendbuf, recvbuf, recvcounts, dtype, op, work) &
-        bind(C, name="pgf_ireduce_scatterv")
-      import :: c_int, c_ptr, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_size_t), intent(in) :: recvcounts(:)
-      integer(c_int), value :: dtype, op
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_ireduce_scatterv
-    end function pgf_ireduce_scatterv
-
-    function pgf_ialltoallv(s, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, work) &
-        bind(C, name="pgf_ialltoallv")
-      import :: c_int, c_ptr, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      integer(c_size_t), intent(in) :: sendcounts(:), sdispls(:)
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_size_t), intent(in) :: recvcounts(:), rdispls(:)
-      integer(c_int), value :: dtype
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_ialltoallv
-    end function pgf_ialltoallv
-
-    function pgf_igatherv(s, sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root, work) &
-        bind(C, name="pgf_igatherv")
-      import :: c_int, c_ptr, c_long_long, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      integer(c_long_long), value :: sendcount
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_size_t), intent(in) :: recvcounts(:), displs(:)
-      integer(c_int), value :: dtype, root
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_igatherv
-    end function pgf_igatherv
-
-    function pgf_iscatterv(s, sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root, work) &
-        bind(C, name="pgf_iscatterv")
-      import :: c_int, c_ptr, c_long_long, c_size_t
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      integer(c_size_t), intent(in) :: sendcounts(:), displs(:)
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_long_long), value :: recvcount
-      integer(c_int), value :: dtype, root
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_iscatterv
-    end function pgf_iscatterv
-
-    function pgf_reduce_scatter(s, sendbuf, recvbuf, recvcount, dtype, op) &
-        bind(C, name="pgf_reduce_scatter")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: recvcount
-      integer(c_int), value :: dtype, op
-      integer(c_int) :: pgf_reduce_scatter
-    end function pgf_reduce_scatter
-
-    function pgf_alltoall(s, sendbuf, recvbuf, count, dtype) bind(C, name="pgf_alltoall")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype
-      integer(c_int) :: pgf_alltoall
-    end function pgf_alltoall
-
-    function pgf_gather(s, sendbuf, recvbuf, sendcount, dtype, root) bind(C, name="pgf_gather")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: sendcount
-      integer(c_int), value :: dtype, root
-      integer(c_int) :: pgf_gather
-    end function pgf_gather
-
-    function pgf_scatter(s, sendbuf, recvbuf, recvcount, dtype, root) bind(C, name="pgf_scatter")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: recvcount
-      integer(c_int), value :: dtype, root
-      integer(c_int) :: pgf_scatter
-    end function pgf_scatter
-
-    function pgf_send(s, buf, count, dtype, peer, tag) bind(C, name="pgf_send")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: buf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, peer, tag
-      integer(c_int) :: pgf_send
-    end function pgf_send
-
-    function pgf_recv(s, buf, count, dtype, peer, tag) bind(C, name="pgf_recv")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..) :: buf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, peer, tag
-      integer(c_int) :: pgf_recv
-    end function pgf_recv
-
-    function pgf_sendrecv(s, sendbuf, sendcount, dest, recvbuf, recvcount, source, dtype, tag) &
-        bind(C, name="pgf_sendrecv")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in) :: sendbuf
-      integer(c_long_long), value :: sendcount
-      integer(c_int), value :: dest
-      type(*), dimension(..) :: recvbuf
-      integer(c_long_long), value :: recvcount
-      integer(c_int), value :: source, dtype, tag
-      integer(c_int) :: pgf_sendrecv
-    end function pgf_sendrecv
-
-    function pgf_iallreduce(s, sendbuf, recvbuf, count, dtype, op, work) &
-        bind(C, name="pgf_iallreduce")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, op
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_iallreduce
-    end function pgf_iallreduce
-
-    function pgf_ibroadcast(s, buf, count, dtype, root, work) bind(C, name="pgf_ibroadcast")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), asynchronous :: buf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, root
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_ibroadcast
-    end function pgf_ibroadcast
-
-    function pgf_ireduce(s, sendbuf, recvbuf, count, dtype, op, root, work) &
-        bind(C, name="pgf_ireduce")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, op, root
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_ireduce
-    end function pgf_ireduce
-
-    function pgf_iallgather(s, sendbuf, recvbuf, sendcount, dtype, work) &
-        bind(C, name="pgf_iallgather")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_long_long), value :: sendcount
-      integer(c_int), value :: dtype
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_iallgather
-    end function pgf_iallgather
-
-    function pgf_ireduce_scatter(s, sendbuf, recvbuf, recvcount, dtype, op, work) &
-        bind(C, name="pgf_ireduce_scatter")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_long_long), value :: recvcount
-      integer(c_int), value :: dtype, op
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_ireduce_scatter
-    end function pgf_ireduce_scatter
-
-    function pgf_ialltoall(s, sendbuf, recvbuf, count, dtype, work) bind(C, name="pgf_ialltoall")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_ialltoall
-    end function pgf_ialltoall
-
-    function pgf_igather(s, sendbuf, recvbuf, sendcount, dtype, root, work) &
-        bind(C, name="pgf_igather")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_long_long), value :: sendcount
-      integer(c_int), value :: dtype, root
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_igather
-    end function pgf_igather
-
-    function pgf_iscatter(s, sendbuf, recvbuf, recvcount, dtype, root, work) &
-        bind(C, name="pgf_iscatter")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: sendbuf
-      type(*), dimension(..), asynchronous :: recvbuf
-      integer(c_long_long), value :: recvcount
-      integer(c_int), value :: dtype, root
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_iscatter
-    end function pgf_iscatter
-
-    function pgf_isend(s, buf, count, dtype, peer, tag, work) bind(C, name="pgf_isend")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), intent(in), asynchronous :: buf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, peer, tag
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_isend
-    end function pgf_isend
-
-    function pgf_irecv(s, buf, count, dtype, peer, tag, work) bind(C, name="pgf_irecv")
-      import :: c_int, c_ptr, c_long_long
-      type(c_ptr), value :: s
-      type(*), dimension(..), asynchronous :: buf
-      integer(c_long_long), value :: count
-      integer(c_int), value :: dtype, peer, tag
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_irecv
-    end function pgf_irecv
-
-    function pgf_ibarrier(s, work) bind(C, name="pgf_ibarrier")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: s
-      type(c_ptr), intent(out) :: work
-      integer(c_int) :: pgf_ibarrier
-    end function pgf_ibarrier
 
     function pgf_work_wait(work, timeout_seconds) bind(C, name="pgf_work_wait")
       import :: c_int, c_ptr, c_double
@@ -707,12 +276,6 @@ module pgstrategy
       integer(c_int), intent(out) :: done
       integer(c_int) :: pgf_work_test
     end function pgf_work_test
-
-    function pgf_work_free(work) bind(C, name="pgf_work_free")
-      import :: c_int, c_ptr
-      type(c_ptr), value :: work
-      integer(c_int) :: pgf_work_free
-    end function pgf_work_free
   end interface
 
 contains
@@ -939,6 +502,25 @@ contains
 
   ! ---- communication buffers (collective) --------------------------------------------------
 
+  !> `bytes` of memory backends can use without copying (CPU), or device
+  !> memory (CUDA); view it with c_f_pointer. Free it with pg_mem_free on the
+  !> same strategy.
+  subroutine pg_mem_alloc_csize(s, bytes, ptr, ierr)
+    type(pg_strategy), intent(in) :: s
+    integer(c_size_t), intent(in) :: bytes
+    type(c_ptr), intent(out) :: ptr
+    integer, intent(out), optional :: ierr
+    call finish(pgf_mem_alloc(s%handle, int(bytes, c_long_long), ptr), "pg_mem_alloc", ierr)
+  end subroutine pg_mem_alloc_csize
+
+  subroutine pg_mem_alloc_int(s, bytes, ptr, ierr)
+    type(pg_strategy), intent(in) :: s
+    integer, intent(in) :: bytes
+    type(c_ptr), intent(out) :: ptr
+    integer, intent(out), optional :: ierr
+    call pg_mem_alloc_csize(s, int(bytes, c_size_t), ptr, ierr)
+  end subroutine pg_mem_alloc_int
+
   !> Frees memory from pg_mem_alloc; ptr is null afterwards.
   subroutine pg_mem_free(s, ptr, ierr)
     type(pg_strategy), intent(in) :: s
@@ -950,72 +532,7 @@ contains
     call finish(status, "pg_mem_free", ierr)
   end subroutine pg_mem_free
 
-  ! ---- collectives (collective over the strategy) ------------------------------------------
-
-  subroutine pg_barrier(s, ierr)
-    type(pg_strategy), intent(in) :: s
-    integer, intent(out), optional :: ierr
-    call finish(pgf_barrier(s%handle), "pg_barrier", ierr)
-  end subroutine pg_barrier
-
-  ! The uneven collectives without a scalar count (the others are in
-  ! pgstrategy_counts.inc): count and displacement arrays integer(c_size_t),
-  ! one entry per rank, displacements 0-based as in MPI.
-
-  subroutine pg_reduce_scatterv(s, sendbuf, recvbuf, recvcounts, dtype, op, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: recvcounts(:)
-    integer, intent(in) :: dtype, op
-    integer, intent(out), optional :: ierr
-    call finish(pgf_reduce_scatterv(s%handle, sendbuf, recvbuf, recvcounts, dtype, op), "pg_reduce_scatterv", ierr)
-  end subroutine pg_reduce_scatterv
-
-  subroutine pg_alltoallv(s, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in) :: sendbuf
-    integer(c_size_t), intent(in) :: sendcounts(:), sdispls(:)
-    type(*), dimension(..) :: recvbuf
-    integer(c_size_t), intent(in) :: recvcounts(:), rdispls(:)
-    integer, intent(in) :: dtype
-    integer, intent(out), optional :: ierr
-    call finish(pgf_alltoallv(s%handle, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), &
-                "pg_alltoallv", ierr)
-  end subroutine pg_alltoallv
-
-  ! ---- nonblocking -------------------------------------------------------------------------
-  subroutine pg_ireduce_scatterv(s, sendbuf, recvbuf, recvcounts, dtype, op, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: recvcounts(:)
-    integer, intent(in) :: dtype, op
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ireduce_scatterv(s%handle, sendbuf, recvbuf, recvcounts, dtype, op, work%handle), &
-                "pg_ireduce_scatterv", ierr)
-  end subroutine pg_ireduce_scatterv
-
-  subroutine pg_ialltoallv(s, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(*), dimension(..), intent(in), asynchronous :: sendbuf
-    integer(c_size_t), intent(in) :: sendcounts(:), sdispls(:)
-    type(*), dimension(..), asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: recvcounts(:), rdispls(:)
-    integer, intent(in) :: dtype
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ialltoallv(s%handle, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, &
-                               work%handle), "pg_ialltoallv", ierr)
-  end subroutine pg_ialltoallv
-
-  subroutine pg_ibarrier(s, work, ierr)
-    type(pg_strategy), intent(in) :: s
-    type(pg_work), intent(out) :: work
-    integer, intent(out), optional :: ierr
-    call finish(pgf_ibarrier(s%handle, work%handle), "pg_ibarrier", ierr)
-  end subroutine pg_ibarrier
+  ! ---- nonblocking work ------------------------------------------------------------------
 
   !> Waits for the work; a negative timeout waits forever. PG_ERR_TIMEOUT when
   !> the time runs out (the work stays valid: wait again); otherwise the
@@ -1057,18 +574,8 @@ contains
     call finish(status, "pg_work_free", ierr)
   end subroutine pg_work_free
 
-  ! ---- the procedures that take a count, for each count kind -------------------------------
-
-#define PGF_COUNT_TYPE integer
-#define PGF_NAME PGF_INT
-#include "pgstrategy_counts.inc"
-#undef PGF_COUNT_TYPE
-#undef PGF_NAME
-
-#define PGF_COUNT_TYPE integer(c_size_t)
-#define PGF_NAME PGF_CSIZE
-#include "pgstrategy_counts.inc"
-#undef PGF_COUNT_TYPE
-#undef PGF_NAME
+  ! ---- the communication calls (pg_allreduce, ...), generated: one subroutine per
+  ! count kind where the call takes a count, generic interfaces above ------------------
+#include "pgf_procs.F90.inc"
 
 end module pgstrategy

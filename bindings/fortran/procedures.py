@@ -1,0 +1,81 @@
+"""The communication calls of include/pg_strategy.h, as module pgstrategy binds them.
+
+gen_binding.py reads this table and writes, for each call, the C shim's entry
+points pgf_<name> (and pgf_i<name>) and the module's bind(C) interfaces,
+subroutines (one per count kind) and public names. `gen_binding.py --check`
+(CTest fortran_binding_header) compares it with the header's prototypes.
+
+A call's `args` are its C arguments after the handle `s`, in C order, named as
+in the header (the Fortran keywords). KINDS gives a name its kind;
+`name:kind` sets it where the name alone does not tell:
+  in, out, inout     a buffer the call reads, writes, or both (type(*), dimension(..))
+  count              a scalar count: default integer or integer(c_size_t); negative is refused
+  sendcounts, sdispls, recvcounts, rdispls
+                     an integer(c_size_t) array, one entry per rank, copied for the call
+  dtype, op, int     a default integer passed on as it is (root, peer, tag, ...)
+For each buffer, `<buffer>=` says how many elements it must hold:
+  "n"                the count n          "n * size"          n times the number of ranks
+  "blocks(c, d)"     the end of the last nonempty block of counts c at displacements d
+  "sum(c)"           the sum of the entries of c
+  "c[rank]"          this rank's entry of c
+Optional:
+  root_only          the buffers and arrays used at the root only (NULL elsewhere)
+  in_place           the in-place layout, a pg_in_place_* call of src/core/in_place.h
+                     (arguments: rank, size, the call's scalars and arrays by name);
+                     the same array passed as both buffers is in place
+  in_place_holds_both  in place, the one array must hold what both buffers need
+  nonblocking=False  the header has no pg_i<name>
+
+To add a call: declare it in include/pg_strategy.h, add it here, rebuild, and
+add it to the tests (tests/fortran) and docs/fortran.md.
+"""
+
+KINDS = {
+    "sendbuf": "in", "recvbuf": "out",
+    "count": "count", "sendcount": "count", "recvcount": "count",
+    "sendcounts": "sendcounts", "sdispls": "sdispls", "recvcounts": "recvcounts", "rdispls": "rdispls",
+    "dtype": "dtype", "op": "op",
+    "root": "int", "peer": "int", "tag": "int", "dest": "int", "source": "int",
+}
+
+CALLS = [
+    dict(name="allreduce", args="sendbuf recvbuf count dtype op",
+         sendbuf="count", recvbuf="count", in_place="pg_in_place_allreduce()"),
+    dict(name="broadcast", args="buf:inout count dtype root", buf="count"),
+    dict(name="reduce", args="sendbuf recvbuf count dtype op root", root_only="recvbuf",
+         sendbuf="count", recvbuf="count", in_place="pg_in_place_reduce(rank, root)"),
+    dict(name="allgather", args="sendbuf recvbuf sendcount dtype",
+         sendbuf="sendcount", recvbuf="sendcount * size",
+         in_place="pg_in_place_allgather(rank, sendcount)"),
+    dict(name="reduce_scatter", args="sendbuf recvbuf recvcount dtype op",
+         sendbuf="recvcount * size", recvbuf="recvcount",
+         in_place="pg_in_place_reduce_scatter(rank, recvcount)"),
+    dict(name="alltoall", args="sendbuf recvbuf count dtype",
+         sendbuf="count * size", recvbuf="count * size", in_place="pg_in_place_alltoall()"),
+    dict(name="gather", args="sendbuf recvbuf sendcount dtype root", root_only="recvbuf",
+         sendbuf="sendcount", recvbuf="sendcount * size",
+         in_place="pg_in_place_gather(rank, root, sendcount)"),
+    dict(name="scatter", args="sendbuf recvbuf recvcount dtype root", root_only="sendbuf",
+         sendbuf="recvcount * size", recvbuf="recvcount",
+         in_place="pg_in_place_scatter(rank, root, recvcount)"),
+    dict(name="barrier", args=""),
+    dict(name="allgatherv", args="sendbuf sendcount recvbuf recvcounts displs:rdispls dtype",
+         sendbuf="sendcount", recvbuf="blocks(recvcounts, displs)",
+         in_place="pg_in_place_allgatherv(rank, displs)"),
+    dict(name="reduce_scatterv", args="sendbuf recvbuf recvcounts dtype op",
+         sendbuf="sum(recvcounts)", recvbuf="recvcounts[rank]",
+         in_place="pg_in_place_reduce_scatterv(rank, recvcounts)"),
+    dict(name="alltoallv", args="sendbuf sendcounts sdispls recvbuf recvcounts rdispls dtype",
+         sendbuf="blocks(sendcounts, sdispls)", recvbuf="blocks(recvcounts, rdispls)",
+         in_place="pg_in_place_alltoallv()", in_place_holds_both=True),
+    dict(name="gatherv", args="sendbuf sendcount recvbuf recvcounts displs:rdispls dtype root",
+         root_only="recvbuf recvcounts displs", sendbuf="sendcount",
+         recvbuf="blocks(recvcounts, displs)", in_place="pg_in_place_gatherv(rank, root, displs)"),
+    dict(name="scatterv", args="sendbuf sendcounts displs:sdispls recvbuf recvcount dtype root",
+         root_only="sendbuf sendcounts displs", sendbuf="blocks(sendcounts, displs)",
+         recvbuf="recvcount", in_place="pg_in_place_scatterv(rank, root, displs)"),
+    dict(name="send", args="buf:in count dtype peer tag", buf="count"),
+    dict(name="recv", args="buf:out count dtype peer tag", buf="count"),
+    dict(name="sendrecv", args="sendbuf sendcount dest recvbuf recvcount source dtype tag",
+         sendbuf="sendcount", recvbuf="recvcount", nonblocking=False),
+]
