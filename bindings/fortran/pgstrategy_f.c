@@ -433,8 +433,8 @@ static int forward_refusal(int status, pg_status library_status, pg_work **work)
 _Static_assert(sizeof(MPI_Fint) == sizeof(int),
                "the module passes Fortran MPI handles as integer(c_int)");
 
-PGF_INTERNAL int pgf_strategy_create(const char *device, const char *backend, int has_comm,
-                                     MPI_Fint comm, pg_strategy **out) {
+PGF_INTERNAL int pgf_strategy_create(const char *device, const char *backend /* optional */,
+                                     int has_comm, MPI_Fint comm, pg_strategy **out) {
   *out = NULL;
   if (has_comm) return lib(pg_strategy_create_fcomm(device, backend, comm, out));
   return lib(pg_strategy_create(device, backend, out));

@@ -38,6 +38,10 @@ KINDS = {
     "root": "int", "peer": "int", "tag": "int", "dest": "int", "source": "int",
 }
 
+# The library functions the module calls directly (interfaces c_<name without pg_>).
+LIBRARY = """pg_status_name pg_version pg_strategy_backend pg_strategy_device pg_strategy_rank
+pg_strategy_size pg_strategy_local_rank pg_strategy_local_size pg_strategy_node_rank pg_strategy_node_count"""
+
 CALLS = [
     dict(name="allreduce", args="sendbuf recvbuf count dtype op",
          sendbuf="count", recvbuf="count", in_place="pg_in_place_allreduce()"),
