@@ -1,27 +1,22 @@
 /*
  * pgstrategy_f.c — the C side of the Fortran module (module pgstrategy in
- * pgstrategy.F90). Not a public API: every function here is called only by the
- * module, and is hidden from the library's exported symbols.
+ * pgstrategy.F90). Not a public API: called only by the module, hidden from the
+ * library's exported symbols.
  *
  * Fortran buffers arrive as TS 29113 descriptors (CFI_cdesc_t, from the
  * ISO_Fortran_binding.h of the Fortran compiler that builds the module). For
- * each buffer the shim
- *   1. checks that the elements the call reads or writes fit in the bytes the
- *      descriptor describes (count * size of dtype <= elements * elem_len), so
- *      a legacy `a(1,1)` actual (a scalar) with a count above 1 is refused;
- *   2. passes a contiguous buffer's address as is, and packs a non-contiguous
- *      one into a temporary, which is unpacked into the array after an output
- *      call that succeeded;
- *   3. maps "the same array as both buffers" to the C in-place layout of the
- *      call (for allgather, reduce_scatter, gather and scatter the in-place
- *      block is the one of this rank, or of the root).
- * A nonblocking call keeps its temporaries in its work (pgf_work), and unpacks
- * and frees them when the work is found finished.
+ * each buffer the shim checks that the elements the call reads or writes fit in
+ * the bytes the descriptor describes (so a legacy `a(1,1)` actual, a scalar, with
+ * a count above 1 is refused); passes a contiguous buffer as is, and packs a
+ * non-contiguous one into a temporary, unpacked into the array after an output
+ * call that succeeded (a nonblocking call keeps its temporaries in its work,
+ * pgf_work, until it is found finished); and maps "the same array as both
+ * buffers" to the call's in-place layout (core/in_place.h).
  *
- * The entry points of the communication calls (pgf_allreduce, pgf_iallreduce,
- * ...) are generated from the table procedures.py by gen_binding.py into
- * pgf_calls.c.inc, included below: each checks its arguments and opens its
- * buffers with the helpers here (prepare_<name>), then makes the C call.
+ * The communication calls' entry points (pgf_allreduce, pgf_iallreduce, ...) are
+ * generated from procedures.py by gen_binding.py into pgf_calls.c.inc, included
+ * below; they use the helpers here. gen_binding.py also writes the module's
+ * bind(C) interfaces of the PGF_INTERNAL functions here, from their definitions.
  *
  * Errors found here never reach the library's pg_last_error(), which has no
  * public setter: the shim keeps its own thread-local message and remembers
@@ -32,7 +27,6 @@
 #include <mpi.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +57,9 @@ static int lib(pg_status status) {
   if (status != PG_OK) shim_owns_last_error = 0;
   return (int)status;
 }
+
+/* The same, for the library functions the module calls itself (pg_strategy_split, ...). */
+PGF_INTERNAL int pgf_lib(int status) { return lib((pg_status)status); }
 
 PGF_INTERNAL const char *pgf_last_error(void) {
   return shim_owns_last_error ? shim_message : pg_last_error();
@@ -101,13 +98,6 @@ static int is_contiguous(const CFI_cdesc_t *d) {
     if (d->dim[r].extent != 1 && d->dim[r].sm != expected) return 0;
     expected *= d->dim[r].extent;
   }
-  return 1;
-}
-
-static int same_layout(const CFI_cdesc_t *a, const CFI_cdesc_t *b) {
-  if (a->rank != b->rank || a->elem_len != b->elem_len) return 0;
-  for (int r = 0; r < a->rank; ++r)
-    if (a->dim[r].extent != b->dim[r].extent || a->dim[r].sm != b->dim[r].sm) return 0;
   return 1;
 }
 
@@ -218,21 +208,22 @@ static int buffer_close(buffer *b, int status) {
  * temporary, so the result is right either way. */
 static int same_array(const CFI_cdesc_t *a, const CFI_cdesc_t *b) {
   if (a->base_addr != b->base_addr || !a->base_addr) return 0;
-  return same_layout(a, b) || (is_contiguous(a) && is_contiguous(b));
+  if (is_contiguous(a) && is_contiguous(b)) return 1;
+  if (a->rank != b->rank || a->elem_len != b->elem_len) return 0;
+  for (int r = 0; r < a->rank; ++r)
+    if (a->dim[r].extent != b->dim[r].extent || a->dim[r].sm != b->dim[r].sm) return 0;
+  return 1;
 }
 
 static int check_handle(const pg_strategy *s, const char *call) {
-  return s ? PG_OK
-           : shim_fail(PG_ERR_INVALID_ARGUMENT,
-                       "%s: the strategy is not created (NULL handle); call "
-                       "pg_strategy_create first",
-                       call);
+  if (s) return PG_OK;
+  return shim_fail(PG_ERR_INVALID_ARGUMENT,
+                   "%s: the strategy is not created (NULL handle); call pg_strategy_create first", call);
 }
 
 static int check_count(long long count, const char *call, const char *what) {
-  return count >= 0 ? PG_OK
-                    : shim_fail(PG_ERR_INVALID_ARGUMENT, "%s: %s %lld is negative", call, what,
-                                count);
+  if (count >= 0) return PG_OK;
+  return shim_fail(PG_ERR_INVALID_ARGUMENT, "%s: %s %lld is negative", call, what, count);
 }
 
 /* count * n without overflow (n = group size, at least 1 here). */
@@ -243,7 +234,6 @@ static unsigned long long times(long long count, int n) {
     return ~0ull;
   return r;
 }
-
 
 /* ---- the arguments of one call ------------------------------------------------- */
 
@@ -440,29 +430,10 @@ PGF_INTERNAL int pgf_strategy_create(const char *device, const char *backend /* 
   return lib(pg_strategy_create(device, backend, out));
 }
 
-PGF_INTERNAL int pgf_strategy_split(pg_strategy *s, int color, int key, pg_strategy **out) {
-  *out = NULL;
-  return lib(pg_strategy_split(s, color, key, out));
-}
-
-PGF_INTERNAL int pgf_strategy_destroy(pg_strategy *s) { return lib(pg_strategy_destroy(s)); }
-
-PGF_INTERNAL int pgf_strategy_describe(const pg_strategy *s, char *buf, size_t len) {
-  return lib(pg_strategy_describe(s, buf, len));
-}
-
-PGF_INTERNAL int pgf_backends_list(char *buf, size_t len) {
-  return lib(pg_backends_list(buf, len));
-}
-
 PGF_INTERNAL const char *pgf_default_backend(const char *device) {
   const char *name = pg_default_backend(device);
   if (!name) shim_owns_last_error = 0;
   return name;
-}
-
-PGF_INTERNAL int pgf_strategy_set_stream(pg_strategy *s, void *stream) {
-  return lib(pg_strategy_set_stream(s, stream));
 }
 
 PGF_INTERNAL int pgf_mem_alloc(pg_strategy *s, long long bytes, void **ptr) {
@@ -470,8 +441,6 @@ PGF_INTERNAL int pgf_mem_alloc(pg_strategy *s, long long bytes, void **ptr) {
   int st = check_count(bytes, "pg_mem_alloc", "bytes");
   return st != PG_OK ? st : lib(pg_mem_alloc(s, (size_t)bytes, ptr));
 }
-
-PGF_INTERNAL int pgf_mem_free(pg_strategy *s, void *ptr) { return lib(pg_mem_free(s, ptr)); }
 
 /* ---- works ------------------------------------------------------------------------ */
 

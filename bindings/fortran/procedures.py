@@ -1,33 +1,22 @@
-"""The communication calls of include/pg_strategy.h, as module pgstrategy binds them.
+"""The communication calls of include/pg_strategy.h, as module pgstrategy binds them: the
+build's gen_binding.py writes their C entry points and Fortran subroutines from this table,
+and tests/fortran/check_binding_header.py checks it against the header.
 
-gen_binding.py reads this table and writes, for each call, the C shim's entry
-points pgf_<name> (and pgf_i<name>) and the module's bind(C) interfaces,
-subroutines (one per count kind) and public names. `gen_binding.py --check`
-(CTest fortran_binding_header) compares it with the header's prototypes.
-
-A call's `args` are its C arguments after the handle `s`, in C order, named as
-in the header (the Fortran keywords). KINDS gives a name its kind;
-`name:kind` sets it where the name alone does not tell:
-  in, out, inout     a buffer the call reads, writes, or both (type(*), dimension(..))
-  count              a scalar count: default integer or integer(c_size_t); negative is refused
-  sendcounts, sdispls, recvcounts, rdispls
-                     an integer(c_size_t) array, one entry per rank, copied for the call
-  dtype, op, int     a default integer passed on as it is (root, peer, tag, ...)
-For each buffer, `<buffer>=` says how many elements it must hold:
-  "n"                the count n          "n * size"          n times the number of ranks
-  "blocks(c, d)"     the end of the last nonempty block of counts c at displacements d
-  "sum(c)"           the sum of the entries of c
-  "c[rank]"          this rank's entry of c
-Optional:
-  root_only          the buffers and arrays used at the root only (NULL elsewhere)
-  in_place           the in-place layout, a pg_in_place_* call of src/core/in_place.h
-                     (arguments: rank, size, the call's scalars and arrays by name);
-                     the same array passed as both buffers is in place
-  in_place_holds_both  in place, the one array must hold what both buffers need
-  nonblocking=False  the header has no pg_i<name>
-
-To add a call: declare it in include/pg_strategy.h, add it here, rebuild, and
-add it to the tests (tests/fortran) and docs/fortran.md.
+`args`: the C arguments after the handle `s`, in C order, named as in the header (the
+Fortran keywords); KINDS gives their kinds, or `name:kind`:
+  in, out, inout     a buffer the call reads, writes, or both: type(*), dimension(..)
+  count              default integer or integer(c_size_t); a negative one is refused
+  sendcounts, sdispls, recvcounts, rdispls: an integer(c_size_t) array, one entry per rank
+  dtype, op, int     a default integer (root, peer, tag, ...)
+<buffer>=: the elements it must hold: "n" (the count n), "n * size" (times the number of
+  ranks), "blocks(c, d)" (to the end of the last nonempty block of counts c at displacements
+  d), "sum(c)" (the sum of the entries of c), "c[rank]" (this rank's entry)
+root_only: the buffers and arrays used at the root only (NULL elsewhere)
+in_place: the in-place layout, a pg_in_place_* call of src/core/in_place.h (of rank, size,
+  the arguments); the same array passed as both buffers is in place
+in_place_holds_both: in place, the one array must hold what both buffers need
+nonblocking=False: the header has no pg_i<name>
+To add a call: declare it in the header, add it here, rebuild; test it in tests/fortran.
 """
 
 KINDS = {
@@ -38,9 +27,12 @@ KINDS = {
     "root": "int", "peer": "int", "tag": "int", "dest": "int", "source": "int",
 }
 
-# The library functions the module calls directly (interfaces c_<name without pg_>).
-LIBRARY = """pg_status_name pg_version pg_strategy_backend pg_strategy_device pg_strategy_rank
-pg_strategy_size pg_strategy_local_rank pg_strategy_local_size pg_strategy_node_rank pg_strategy_node_count"""
+# The C functions the module calls itself, bound as c_<name without pg_>. QUERIES, a property of
+# the strategy (an int, or a string), are also module functions of their own name.
+QUERIES = """pg_strategy_backend pg_strategy_device pg_strategy_rank pg_strategy_size
+pg_strategy_local_rank pg_strategy_local_size pg_strategy_node_rank pg_strategy_node_count"""
+LIBRARY = QUERIES + """ pg_status_name pg_version pg_backends_list pg_strategy_split pg_strategy_destroy
+pg_strategy_describe pg_strategy_set_stream pg_mem_free"""
 
 CALLS = [
     dict(name="allreduce", args="sendbuf recvbuf count dtype op",
