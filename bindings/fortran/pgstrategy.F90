@@ -217,11 +217,7 @@ contains
   !> The version of the library that is running.
   subroutine pg_version(major, minor, patch)
     integer, intent(out) :: major, minor, patch
-    integer(c_int) :: c_major, c_minor, c_patch
-    call c_version(c_major, c_minor, c_patch)
-    major = c_major
-    minor = c_minor
-    patch = c_patch
+    call c_version(major, minor, patch)  ! default integers are c_int (see the docs' Limits)
   end subroutine pg_version
 
   !> "mpi" for "cpu", "nccl" for "cuda"/"cuda:N"; "" for anything else.
@@ -253,12 +249,9 @@ contains
     integer, intent(in), optional :: comm
     integer, intent(out), optional :: ierr
     integer(c_int) :: has_comm, fcomm, status
-    has_comm = 0
+    has_comm = merge(1, 0, present(comm))
     fcomm = 0
-    if (present(comm)) then
-      has_comm = 1
-      fcomm = comm
-    end if
+    if (present(comm)) fcomm = comm
     if (present(backend)) then
       status = pgf_strategy_create(c_string(device), c_string(backend), has_comm, fcomm, s%handle)
     else

@@ -1,22 +1,15 @@
 /*
  * pgstrategy_f.c — the C side of the Fortran module (module pgstrategy in
- * pgstrategy.F90). Not a public API: called only by the module, hidden from the
- * library's exported symbols.
+ * pgstrategy.F90, whose header states the conventions). Not a public API: called
+ * only by the module, hidden from the library's exported symbols.
  *
  * Fortran buffers arrive as TS 29113 descriptors (CFI_cdesc_t, from the
- * ISO_Fortran_binding.h of the Fortran compiler that builds the module). For
- * each buffer the shim checks that the elements the call reads or writes fit in
- * the bytes the descriptor describes (so a legacy `a(1,1)` actual, a scalar, with
- * a count above 1 is refused); passes a contiguous buffer as is, and packs a
- * non-contiguous one into a temporary, unpacked into the array after an output
- * call that succeeded (a nonblocking call keeps its temporaries in its work,
- * pgf_work, until it is found finished); and maps "the same array as both
- * buffers" to the call's in-place layout (core/in_place.h).
- *
- * The communication calls' entry points (pgf_allreduce, pgf_iallreduce, ...) are
- * generated from procedures.py by gen_binding.py into pgf_calls.c.inc, included
- * below; they use the helpers here. gen_binding.py also writes the module's
- * bind(C) interfaces of the PGF_INTERNAL functions here, from their definitions.
+ * ISO_Fortran_binding.h of the Fortran compiler that builds the module): the shim
+ * checks their sizes, packs non-contiguous ones into temporaries (unpacked after
+ * an output call succeeded; a nonblocking call's work, pgf_work, keeps them until
+ * it is found finished), and maps the same array passed as both buffers to the
+ * call's in-place layout. The communication calls' entry points (pgf_allreduce,
+ * ...) are generated from procedures.py into pgf_calls.c.inc, included below.
  *
  * Errors found here never reach the library's pg_last_error(), which has no
  * public setter: the shim keeps its own thread-local message and remembers
@@ -108,10 +101,7 @@ static void copy_elements(const CFI_cdesc_t *d, char *packed, int to_packed) {
   CFI_index_t index[CFI_MAX_RANK] = {0};
   char *element = (char *)d->base_addr;
   for (long long k = 0; k < n; ++k) {
-    if (to_packed)
-      memcpy(packed, element, d->elem_len);
-    else
-      memcpy(element, packed, d->elem_len);
+    memcpy(to_packed ? packed : element, to_packed ? element : packed, d->elem_len);
     packed += d->elem_len;
     for (int r = 0; r < d->rank; ++r) { /* odometer */
       element += d->dim[r].sm;
@@ -228,11 +218,8 @@ static int check_count(long long count, const char *call, const char *what) {
 
 /* count * n without overflow (n = group size, at least 1 here). */
 static unsigned long long times(long long count, int n) {
-  unsigned long long r;
-  if (n < 1) n = 1;
-  if (__builtin_mul_overflow((unsigned long long)count, (unsigned long long)n, &r))
-    return ~0ull;
-  return r;
+  unsigned long long r, group = n < 1 ? 1 : (unsigned long long)n;
+  return __builtin_mul_overflow((unsigned long long)count, group, &r) ? ~0ull : r;
 }
 
 /* ---- the arguments of one call ------------------------------------------------- */
@@ -316,9 +303,8 @@ static int counts_open(size_t **out, const pg_strategy *s, const CFI_cdesc_t *d,
 }
 
 static int extent_fits(unsigned long long extent, const char *call, const char *what) {
-  return extent != ~0ull ? PG_OK
-                         : shim_fail(PG_ERR_INVALID_ARGUMENT,
-                                     "%s: the blocks of %s end beyond the largest size_t", call, what);
+  if (extent != ~0ull) return PG_OK;
+  return shim_fail(PG_ERR_INVALID_ARGUMENT, "%s: the blocks of %s end beyond the largest size_t", call, what);
 }
 
 /* *n = the elements a buffer needs for the blocks `counts` and `displs` describe. */
@@ -445,9 +431,8 @@ PGF_INTERNAL int pgf_mem_alloc(pg_strategy *s, long long bytes, void **ptr) {
 /* ---- works ------------------------------------------------------------------------ */
 
 static int check_work(const pgf_work *w, const char *call) {
-  return w ? PG_OK
-           : shim_fail(PG_ERR_INVALID_ARGUMENT,
-                       "%s: the work is not started (NULL handle), or was freed", call);
+  if (w) return PG_OK;
+  return shim_fail(PG_ERR_INVALID_ARGUMENT, "%s: the work is not started (NULL handle), or was freed", call);
 }
 
 PGF_INTERNAL int pgf_work_wait(pgf_work *w, double timeout_seconds) {
