@@ -252,7 +252,7 @@ static int args_close(args *a, int status) {
 
 /* The two buffers of a call, in elements: their sizes, whether each is used on
  * this rank (root-only buffers are not elsewhere), and the call's in-place
- * layout on this rank (core/in_place.h). */
+ * layout on this rank (pg_in_place_*, from the header included above). */
 typedef struct pair_layout {
   unsigned long long send_count, recv_count;
   int send_used, recv_used;

@@ -13,7 +13,7 @@ Fortran keywords); KINDS gives their kinds, or `name:kind`:
   d), "sum(c)" (the sum of the entries of c), "c[rank]" (this rank's entry)
 root_only: the buffers and arrays used at the root only (NULL elsewhere)
 in_place: the arguments (of rank, size and the call's) of its in-place layout pg_in_place_<name>
-  of src/core/in_place.h; the same array passed as both buffers is then in place
+  (in_place.h, included by pgstrategy_f.c); the same array passed as both buffers is then in place
 in_place_holds_both: in place, the one array must hold what both buffers need
 nonblocking=False: the header has no pg_i<name>
 To add a call: declare it in the header, add it here, rebuild; test it in tests/fortran.
