@@ -132,10 +132,7 @@ static int host_memory(const pg_strategy *s) {
 static int buffer_open(buffer *b, const pg_strategy *s, const CFI_cdesc_t *d, const char *call,
                        const char *what, unsigned long long needed, pg_dtype dtype, int used,
                        int output) {
-  b->desc = d;
-  b->ptr = NULL;
-  b->temp = NULL;
-  b->output = output;
+  *b = (buffer){.desc = d, .output = output};
   if (!used) return PG_OK;
   long long elements = element_count(d);
   size_t size = pg_dtype_size(dtype); /* 0 outside the enum: the library refuses it */
@@ -176,10 +173,7 @@ static int buffer_open(buffer *b, const pg_strategy *s, const CFI_cdesc_t *d, co
 
 /* The second buffer of an in-place call shares the first one's memory. */
 static void buffer_share(buffer *b, const buffer *with, size_t offset_bytes) {
-  b->desc = with->desc;
-  b->ptr = with->ptr ? with->ptr + offset_bytes : NULL;
-  b->temp = NULL; /* owned by `with` */
-  b->output = 0;
+  *b = (buffer){.desc = with->desc, .ptr = with->ptr ? with->ptr + offset_bytes : NULL}; /* no temp: `with` owns it */
 }
 
 /* Unpacks after success, frees the temporary; returns status. */
