@@ -28,6 +28,8 @@ class Pgstrategy(CMakePackage, CudaPackage):
     depends_on("c", type="build")
     depends_on("cxx", type="build")
     depends_on("fortran", type="build", when="+fortran")
+    # The Fortran binding's calls are generated at build time (bindings/fortran/gen_binding.py).
+    depends_on("python@3.8:", type="build", when="+fortran")
     depends_on("cmake@3.21:", type="build")
     depends_on("pkgconfig", type="build")
 
