@@ -46,17 +46,6 @@ constexpr AlgorithmInfo kAlgorithms[] = {
      "reduce to each node's first rank, allreduce among those, broadcast in the node (allreduce_leaders.cpp)",
      [](const Situation &s, const CollArgs &a) { return !s.cuda && a.coll == Coll::allreduce; },
      [](const Situation &s, const CollArgs &) { return s.irregular; }},
-    {Algorithm::node_aware, "node_aware",
-     "only when PGS_FAIRRING_ALGO names it: on 2 hosts x 2 ranks at 1 Gbit/s it took 2-3x MPI_Alltoallv's "
-     "time (docs/performance.md), so alltoallv runs flat",
-     "CPU, a regular layout of several nodes of several ranks (alltoallv only)",
-     "the node's ranks share their counts; blocks within the node go directly; what the node sends to each "
-     "other node is gathered by the rank whose rail carries that node pair, crosses as one message per node "
-     "pair, and is scattered on arrival (alltoallv_node_aware.cpp)",
-     [](const Situation &s, const CollArgs &a) {
-       return !s.cuda && !s.irregular && s.nodes > 1 && s.local_size > 1 && a.coll == Coll::alltoallv;
-     },
-     [](const Situation &, const CollArgs &) { return false; }},
 };
 
 // A large allreduce: what the rule is described by.
@@ -67,8 +56,7 @@ CollArgs large_allreduce() {
 // Whether an algorithm can run an allreduce here, of some size.
 bool can_run(const AlgorithmInfo &row, const Situation &s) {
   return row.fits(s, large_allreduce()) ||
-         row.fits(s, CollArgs::reduction(Coll::allreduce, nullptr, nullptr, 1, PG_FLOAT32, PG_SUM)) ||
-         row.fits(s, CollArgs::movement(Coll::alltoallv, nullptr, nullptr, 1, PG_FLOAT32));
+         row.fits(s, CollArgs::reduction(Coll::allreduce, nullptr, nullptr, 1, PG_FLOAT32, PG_SUM));
 }
 
 std::string names_that_fit(const Situation &s) {
@@ -124,8 +112,7 @@ pg_status check_forced(const Situation &s, std::optional<Algorithm> forced) {
               names_that_fit(s).c_str());
 }
 
-namespace {
-std::string allreduce_rule(const Situation &s, std::optional<Algorithm> forced) {
+std::string describe_rule(const Situation &s, std::optional<Algorithm> forced) {
   const Algorithm big = choose(s, large_allreduce(), forced);
   if (forced) return std::string("allreduce: ") + info(big).name + " at every size (PGS_FAIRRING_ALGO)";
   const std::string small = s.fast ? "fast up to " + text::format_bytes(s.fast->slot_bytes()) + ", " : "";
@@ -136,12 +123,6 @@ std::string allreduce_rule(const Situation &s, std::optional<Algorithm> forced) 
   if (s.fast && s.fast->slot_bytes() >= s.min_bytes) return "allreduce: " + small + info(big).name + " above";
   return "allreduce: " + small + "flat below " + text::format_bytes(s.min_bytes) + ", " + info(big).name +
          " from there";
-}
-}  // namespace
-
-std::string describe_rule(const Situation &s, std::optional<Algorithm> forced) {
-  const Algorithm uneven = choose(s, CollArgs::movement(Coll::alltoallv, nullptr, nullptr, 1, PG_FLOAT32), forced);
-  return allreduce_rule(s, forced) + "; alltoallv: " + info(uneven).name;
 }
 
 }  // namespace pg::fairring

@@ -14,7 +14,7 @@
 
 namespace pg::fairring {
 
-enum class Algorithm { fast, flat, hierarchical, leaders, node_aware };
+enum class Algorithm { fast, flat, hierarchical, leaders };
 
 class FastPath;
 
@@ -50,15 +50,14 @@ std::size_t message_bytes(const CollArgs &a, int ranks);
 const AlgorithmInfo &info(Algorithm algorithm);
 // "auto" and every algorithm's name: what PGS_FAIRRING_ALGO takes.
 std::vector<const char *> algorithm_choices();
-// The algorithm named `name` ("fast", "flat", "hierarchical", "leaders", "node_aware"), if any.
+// The algorithm named `name` ("fast", "flat", "hierarchical", "leaders"), if any.
 std::optional<Algorithm> algorithm_named(const std::string &name);
 
 // The algorithm for one call: `forced` when it fits the call (flat otherwise),
 // else the first row whose rule takes it.
 Algorithm choose(const Situation &s, const CollArgs &a, std::optional<Algorithm> forced);
 // At creation: PG_ERR_INVALID_ARGUMENT naming PGS_FAIRRING_ALGO when the forced
-// algorithm cannot run here (an allreduce, or node_aware's alltoallv), with
-// what it needs and what can.
+// algorithm cannot run an allreduce here, with what it needs and what can.
 pg_status check_forced(const Situation &s, std::optional<Algorithm> forced);
 // The rule in words, for pg_strategy_describe ("allreduce: flat below 32 KiB,
 // hierarchical from there").

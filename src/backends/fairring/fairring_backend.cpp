@@ -48,8 +48,10 @@ class FairringBackend final : public Backend {
       // Its own instance on the rail, so its MPI calls never interleave with the schedule's.
       PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
-      PG_CHECK(FastPath::create(c.node_comm, settings_.fast_bytes, settings_.split_bytes, shape_.nodes, c.size,
-                                fast_rail_->backend.get(), &fast_));
+      const std::vector<int> &failing = settings_.fail_across;
+      FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, shape_.nodes, c.size, c.rank,
+                              std::find(failing.begin(), failing.end(), c.rank) != failing.end()};
+      PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
     }
     // The same on every rank (the layout and the settings are agreed), so
@@ -91,9 +93,6 @@ class FairringBackend final : public Backend {
       case Coll::broadcast:
       case Coll::reduce:
       case Coll::barrier: return fast_ != nullptr;
-      // Where node_aware can run (elsewhere the device default runs it, as flat would).
-      case Coll::alltoallv:
-        return info(Algorithm::node_aware).fits(situation_, CollArgs::movement(Coll::alltoallv, nullptr, nullptr, 1, PG_UINT8));
       default: return false;
     }
   }
@@ -105,7 +104,6 @@ class FairringBackend final : public Backend {
       case Algorithm::fast: return fast_->run(a);
       case Algorithm::hierarchical: return hierarchical(a)->wait();
       case Algorithm::leaders: return allreduce_leaders(a, shape_, *node_->backend, *rail_->backend);
-      case Algorithm::node_aware: return alltoallv_node_aware(a, shape_, *node_->backend, *rail_->backend);
       case Algorithm::flat: break;
     }
     return flat_->backend->run(a);
@@ -117,8 +115,7 @@ class FairringBackend final : public Backend {
     switch (algorithm) {
       case Algorithm::fast: return fast_->start(a, out);
       case Algorithm::hierarchical: *out = hierarchical(a); return PG_OK;
-      case Algorithm::leaders:
-      case Algorithm::node_aware: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
+      case Algorithm::leaders: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
       case Algorithm::flat: break;
     }
     return flat_->backend->start(a, out);

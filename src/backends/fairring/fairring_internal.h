@@ -9,8 +9,4 @@ namespace pg::fairring {
 // rank's rail (rail 0 holds every node's first rank).
 pg_status allreduce_leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail);
 
-// alltoallv_node_aware.cpp: one message per node pair along the rails, with the
-// same communicators as allreduce_leaders.
-pg_status alltoallv_node_aware(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail);
-
 }  // namespace pg::fairring

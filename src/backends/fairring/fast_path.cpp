@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <string>
 #include <utility>
 
 #include "core/runtime.h"
@@ -47,7 +48,13 @@ class FastPath::Op final : public Request {
     }
     if (stage_ == Stage::gather) {
       if (leader_mode() && p_.local_ != 0) {
-        if (p_.parts_[0].flags[t_ % 2].done.load(std::memory_order_acquire) < t_) return PG_OK;
+        const std::uint64_t d = p_.parts_[0].flags[t_ % 2].done.load(std::memory_order_acquire);
+        if ((d & ~kFailed) < t_) return PG_OK;
+        if (d & kFailed)
+          return fail(PG_ERR_BACKEND,
+                      "fairring: rank %d, the first rank of this node, failed the step across nodes of this %s; "
+                      "its own message says why",
+                      p_.leader_rank_, coll_name(a_.coll));
         if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
         return finish(done);
       }
@@ -66,7 +73,8 @@ class FastPath::Op final : public Request {
                                                           combining_op(a_.op))
                                           .placed(0)
                                     : CollArgs{};
-        PG_CHECK(p_.leaders_->start(across, &across_));
+        const pg_status st = p_.leaders_->start(across, &across_);
+        if (st != PG_OK) return fail_node(st);
         stage_ = Stage::across;
       }
     }
@@ -78,9 +86,12 @@ class FastPath::Op final : public Request {
     }
     if (stage_ == Stage::across) {
       bool finished = false;
-      PG_CHECK(across_->test(&finished));
-      if (!finished) return PG_OK;
+      pg_status st = across_->test(&finished);
+      if (st == PG_OK && !finished) return PG_OK;
       across_.reset();
+      if (st == PG_OK && p_.fail_across_)  // after its MPI step, so that no other node waits for it
+        st = fail(PG_ERR_BACKEND, "the step across nodes failed on request (PGS_FAIRRING_FAULT)");
+      if (st != PG_OK) return fail_node(st);
       if (a_.coll == Coll::allreduce) {
         reduce_finish(a_.dtype, a_.op, a_.recv, a_.count, p_.size_);
         std::memcpy(p_.input(0, t_, bytes()), a_.recv, bytes());
@@ -212,6 +223,17 @@ class FastPath::Op final : public Request {
     }
   }
 
+  // The leader's step across nodes failed: its node's ranks wait for its
+  // `done`, so it says so there before returning the failure.
+  pg_status fail_node(pg_status st) {
+    const std::string why = last_error();
+    p_.parts_[0].flags[t_ % 2].done.store(t_ | kFailed, std::memory_order_release);
+    stage_ = Stage::finished;
+    return fail_message(st, "fairring: rank " + std::to_string(p_.leader_rank_) +
+                                " (the first rank of its node) failed the step across nodes of this " +
+                                coll_name(a_.coll) + ": " + why);
+  }
+
   pg_status finish(bool *done) {
     p_.finished_ = t_;
     stage_ = Stage::finished;
@@ -226,17 +248,20 @@ class FastPath::Op final : public Request {
   std::unique_ptr<Request> across_;
 };
 
-pg_status FastPath::create(MPI_Comm node_comm, std::size_t slot_bytes, std::size_t split_bytes, int nodes, int size,
-                           Backend *leaders, std::unique_ptr<FastPath> *out) {
+pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *leaders,
+                           std::unique_ptr<FastPath> *out) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "flags are shared between processes");
   std::unique_ptr<FastPath> f(new FastPath());
   MPI_Comm_rank(node_comm, &f->local_);
   MPI_Comm_size(node_comm, &f->local_size_);
-  f->nodes_ = nodes;
-  f->size_ = size;
+  f->nodes_ = config.nodes;
+  f->size_ = config.size;
   f->leaders_ = leaders;
-  f->slot_bytes_ = round_up(slot_bytes, 64);
-  f->split_bytes_ = split_bytes;
+  f->slot_bytes_ = round_up(config.slot_bytes, 64);
+  f->split_bytes_ = config.split_bytes;
+  f->fail_across_ = config.fail_across;
+  f->leader_rank_ = config.rank;
+  PG_MPI_CHECK(MPI_Bcast(&f->leader_rank_, 1, MPI_INT, 0, node_comm));
   const std::size_t slots_at = round_up(2 * sizeof(Flag), kPage);
   NodeWindow window;
   PG_CHECK(allocate_node_window(node_comm, slots_at + 2 * f->slot_bytes_, "fairring's fast path", &window));

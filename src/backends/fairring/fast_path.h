@@ -9,7 +9,9 @@
 //                                            slot[t%2]); done: the result
 //                                            of t is there (the node's leader's
 //                                            across nodes; on one node, split,
-//                                            each rank's reduced block)
+//                                            each rank's reduced block), or,
+//                                            with kFailed, the leader's step
+//                                            across nodes failed
 //
 // An operation: every rank copies its input to its own flag or slot and
 // stores seq = t (release); waits until every local rank's seq[t%2] is t
@@ -17,7 +19,9 @@
 // user's buffer, reducing with the library's kernel in local-rank order, so
 // every rank gets the same bits. Across nodes (allreduce, barrier) the node's
 // first rank reduces, runs MPI among the first ranks of every node, puts the
-// result in its part and stores done = t; the others copy it.
+// result in its part and stores done = t; the others copy it. When its MPI
+// step fails it stores done = t | kFailed instead: its node's ranks return
+// PG_ERR_BACKEND naming it rather than wait for a result that will not come.
 //
 // No barrier closes an operation: a rank writes parity t % 2 again only at
 // operation t + 2, after it has seen every local rank arrive at t + 1, which
@@ -39,13 +43,18 @@ namespace pg::fairring {
 
 class FastPath {
  public:
-  // Collective over node_comm. `slot_bytes`: the largest input one rank
-  // publishes in a slot (PGS_FAIRRING_FAST_BYTES); `split_bytes`: allreduces
-  // on one node from this size up are split (PGS_FAIRRING_SPLIT_BYTES). `leaders`: the rail of the
-  // node's first ranks (an instance of its own, for allreduce and barrier
-  // across nodes), or null on one node.
-  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, std::size_t split_bytes, int nodes, int size,
-                          Backend *leaders, std::unique_ptr<FastPath> *out);
+  struct Config {
+    std::size_t slot_bytes = 0;   // the largest input one rank publishes in a slot (PGS_FAIRRING_FAST_BYTES)
+    std::size_t split_bytes = 0;  // allreduces on one node from this size up are split (PGS_FAIRRING_SPLIT_BYTES)
+    int nodes = 1, size = 1;      // the strategy's nodes and ranks
+    int rank = 0;                 // this rank in the strategy
+    bool fail_across = false;     // testing: this rank's step across nodes fails (PGS_FAIRRING_FAULT)
+  };
+  // Collective over node_comm. `leaders`: the rail of the node's first ranks
+  // (an instance of its own, for allreduce and barrier across nodes), or null
+  // on one node.
+  static pg_status create(MPI_Comm node_comm, const Config &config, Backend *leaders,
+                          std::unique_ptr<FastPath> *out);
   ~FastPath();  // collective over the node, like create
   FastPath(const FastPath &) = delete;
   FastPath &operator=(const FastPath &) = delete;
@@ -75,6 +84,7 @@ class FastPath {
     char *slots = nullptr;  // [2][slot_bytes_]
   };
   static constexpr std::size_t kInline = sizeof(Flag::payload);
+  static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in `done`: the step across nodes failed
 
   FastPath() = default;
   // Where local rank p publishes operation t's input.
@@ -83,6 +93,8 @@ class FastPath {
 
   MPI_Win win_ = MPI_WIN_NULL;
   int local_ = 0, local_size_ = 1, nodes_ = 1, size_ = 1;
+  int leader_rank_ = 0;  // the strategy rank of this node's first rank
+  bool fail_across_ = false;
   std::size_t slot_bytes_ = 0, split_bytes_ = 0;
   std::vector<Part> parts_;
   Backend *leaders_ = nullptr;

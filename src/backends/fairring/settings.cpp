@@ -1,12 +1,28 @@
 #include "backends/fairring/settings.h"
 
 #include "util/status.h"
+#include "util/text.h"
 
 namespace pg::fairring {
 namespace {
 
 std::string size_or_default(const std::optional<std::size_t> &bytes) {
   return bytes ? std::to_string(*bytes) : std::string("default");
+}
+
+pg_status parse_fault(const char *name, const char *value, std::vector<int> *ranks) {
+  const std::string_view text(value), prefix = "across:";
+  bool ok = text.substr(0, prefix.size()) == prefix;
+  ranks->clear();
+  if (ok)
+    for (const std::string &item : text::split(text.substr(prefix.size()), ',')) {
+      int rank = -1;
+      ok = ok && text::parse_number(item, &rank) && rank >= 0;
+      ranks->push_back(rank);
+    }
+  return ok ? PG_OK
+            : fail(PG_ERR_INVALID_ARGUMENT, "%s='%s' is not valid: expected across:<rank>[,<rank>...]", name,
+                   text::printable(value).c_str());
 }
 
 const params::Param<Settings> kRows[] = {
@@ -31,7 +47,7 @@ const params::Param<Settings> kRows[] = {
        return PG_OK;
      },
      [](const Settings &s) { return size_or_default(s.min_bytes); }},
-    {"PGS_FAIRRING_ALGO", "auto", "auto, or one algorithm at every size (fast, flat, hierarchical, leaders, node_aware)",
+    {"PGS_FAIRRING_ALGO", "auto", "auto, or one algorithm at every size (fast, flat, hierarchical, leaders)",
      [](const char *n, const char *v, Settings *s) {
        int index = 0;
        PG_CHECK(params::parse_choice(n, v, algorithm_choices(), &index));
@@ -50,6 +66,11 @@ const params::Param<Settings> kRows[] = {
      "fast-path allreduces on one node from this size up: each rank reduces one block, then all copy the blocks",
      [](const char *n, const char *v, Settings *s) { return params::parse_size(n, v, &s->split_bytes); },
      [](const Settings &s) { return std::to_string(s.split_bytes); }},
+    // Fault injection for the tests: a failure the way an MPI error would
+    // come, after the rank's part of the step (so no other node waits for it).
+    {"PGS_FAIRRING_FAULT", "unset",
+     "testing: across:<rank>[,<rank>...] makes the fast path's step across nodes fail on these ranks",
+     [](const char *n, const char *v, Settings *s) { return parse_fault(n, v, &s->fail_across); }, nullptr},
 };
 
 }  // namespace
