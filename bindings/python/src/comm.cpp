@@ -1,0 +1,115 @@
+// The communicator of one torch group and its strategies (process_group.h).
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <string>
+#include <utility>
+
+#include "errors.h"
+#include "process_group.h"
+
+namespace pgstrategy_torch {
+
+Comm::Comm(int rank, int size, const std::vector<int64_t> &ranks, std::string backend)
+    : backend_(std::move(backend)) {
+  if (ranks.empty()) {
+    comm_ = MPI_COMM_WORLD;
+  } else {
+    int initialized = 0, world_rank = -1, world_size = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized)
+      raise("pgstrategy: a subgroup needs MPI running: make the default group with "
+            "init_process_group(\"pgstrategy\") first, or initialize MPI (mpi4py) before new_group");
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    std::vector<int> members;
+    for (int64_t r : ranks) {
+      if (r < 0 || r >= world_size)
+        raise(c10::str("pgstrategy: the subgroup names rank ", r, ", but MPI_COMM_WORLD has ", world_size,
+                       " ranks: torch's global ranks must be MPI's"));
+      members.push_back(static_cast<int>(r));
+    }
+    if (rank < 0 || rank >= static_cast<int>(members.size()) || members[rank] != world_rank)
+      raise(c10::str("pgstrategy: torch puts this process at rank ", rank, " of a subgroup whose ranks are ",
+                     c10::Join(", ", members), ", but it is MPI's rank ", world_rank,
+                     ": torch's global ranks must be MPI's"));
+    MPI_Group world = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, static_cast<int>(members.size()), members.data(), &group);
+    const int status = MPI_Comm_create_group(MPI_COMM_WORLD, group, 0, &comm_);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+    if (status != MPI_SUCCESS) raise("pgstrategy: MPI_Comm_create_group failed for the subgroup");
+  }
+
+  // The CPU strategy now, so a bad backend name fails here. A backend that
+  // serves only CUDA has none (every rank gets the same status).
+  pg_strategy *cpu = nullptr;
+  const pg_status st = pg_strategy_create_comm("cpu", backend_.empty() ? nullptr : backend_.c_str(), comm_, &cpu);
+  if (st == PG_ERR_UNSUPPORTED) {
+    no_cpu_ = pg_last_error();
+  } else if (st != PG_OK) {
+    const std::string message = library_error("init", st);
+    close();
+    raise(message);
+  }
+  cpu_ = cpu;
+
+  int mpi_rank = -1, mpi_size = 0;
+  MPI_Comm_rank(comm_, &mpi_rank);
+  MPI_Comm_size(comm_, &mpi_size);
+  if (mpi_rank != rank || mpi_size != size) {
+    close();
+    raise(c10::str("pgstrategy: torch's rank ", rank, " of ", size, " is MPI's rank ", mpi_rank, " of ", mpi_size,
+                   ": start every rank in one MPI job (mpiexec, srun --mpi=pmi2) and give torch MPI's ranks"));
+  }
+}
+
+Comm::~Comm() { close(); }
+
+pg_strategy *Comm::create(const std::string &device) {
+  pg_strategy *s = nullptr;
+  check(pg_strategy_create_comm(device.c_str(), backend_.empty() ? nullptr : backend_.c_str(), comm_, &s),
+        "init");
+  return s;
+}
+
+pg_strategy *Comm::strategy(const c10::Device &device) {
+  if (closed_)
+    raise("pgstrategy: the process group has been shut down (destroy_process_group, or interpreter exit)");
+  if (device.is_cpu()) {
+    if (!cpu_) raise(c10::str("pgstrategy: this group has no CPU strategy: ", no_cpu_));
+    return cpu_;
+  }
+  if (device.is_cuda()) {
+    c10::DeviceIndex index = device.index();
+    if (index < 0) index = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getDevice().index();
+    if (!cuda_) {
+      cuda_ = create("cuda:" + std::to_string(index));
+      cuda_index_ = index;
+    } else if (index != cuda_index_) {
+      raise(c10::str("pgstrategy: a group runs on one GPU per process, cuda:", static_cast<int>(cuda_index_),
+                     " here; got a tensor on cuda:", static_cast<int>(index)));
+    }
+    return cuda_;
+  }
+  raise(c10::str("pgstrategy: groups serve cpu and cuda tensors; got ", device));
+}
+
+void Comm::close() {
+  if (closed_) return;
+  closed_ = true;
+  pg_strategy_destroy(cuda_);
+  pg_strategy_destroy(cpu_);
+  cuda_ = cpu_ = nullptr;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+std::string Comm::describe(const c10::Device &device) {
+  char text[2048] = "";
+  check(pg_strategy_describe(strategy(device), text, sizeof text), "describe");
+  return text;
+}
+
+}  // namespace pgstrategy_torch
