@@ -343,17 +343,16 @@ pg_status validate(const char *fn, const pg_strategy *s, CollArgs *args, const V
       PG_CHECK(c.buffer(a.recv, all, "recvbuf"));
       return c.overlap(all, all);
     case Coll::gather:
+    case Coll::scatter: {
+      // One block on every rank; every rank's block at the root, which gather
+      // receives and scatter sends.
+      const bool gather = a.coll == Coll::gather;
       PG_CHECK(c.rank(a.root, "root"));
-      PG_CHECK(c.buffer(a.send, one, "sendbuf"));
+      PG_CHECK(gather ? c.buffer(a.send, one, "sendbuf") : c.buffer(a.recv, one, "recvbuf"));
       if (!root) return PG_OK;
-      PG_CHECK(c.buffer(a.recv, all, "recvbuf"));
-      return c.overlap(one, all);
-    case Coll::scatter:
-      PG_CHECK(c.rank(a.root, "root"));
-      PG_CHECK(c.buffer(a.recv, one, "recvbuf"));
-      if (!root) return PG_OK;
-      PG_CHECK(c.buffer(a.send, all, "sendbuf"));
-      return c.overlap(all, one);
+      PG_CHECK(gather ? c.buffer(a.recv, all, "recvbuf") : c.buffer(a.send, all, "sendbuf"));
+      return gather ? c.overlap(one, all) : c.overlap(all, one);
+    }
     case Coll::barrier:
       return PG_OK;
     case Coll::send:

@@ -58,25 +58,28 @@ pg_status dup_layout(const Layout &in, Layout *out) {
   return PG_OK;
 }
 
-Layout single_node_layout(MPI_Comm node) {
+namespace {
+
+// The layout of a communicator that is one level only: one node, or one rank
+// per node; the other level is this rank alone.
+Layout one_level(MPI_Comm comm, bool node) {
   Layout l;
-  l.node_comm = node;
-  l.rail_comm = MPI_COMM_SELF;
-  MPI_Comm_rank(node, &l.local_rank);
-  MPI_Comm_size(node, &l.local_size);
-  for (int r = 0; r < l.local_size; ++r) l.rank_of.push_back(r);
+  l.node_comm = node ? comm : MPI_COMM_SELF;
+  l.rail_comm = node ? MPI_COMM_SELF : comm;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  (node ? l.local_rank : l.node_rank) = rank;
+  (node ? l.local_size : l.node_count) = size;
+  for (int r = 0; r < size; ++r) l.rank_of.push_back(r);
   return l;
 }
 
-Layout one_rank_per_node_layout(MPI_Comm rail) {
-  Layout l;
-  l.node_comm = MPI_COMM_SELF;
-  l.rail_comm = rail;
-  MPI_Comm_rank(rail, &l.node_rank);
-  MPI_Comm_size(rail, &l.node_count);
-  for (int r = 0; r < l.node_count; ++r) l.rank_of.push_back(r);
-  return l;
-}
+}  // namespace
+
+Layout single_node_layout(MPI_Comm node) { return one_level(node, true); }
+
+Layout one_rank_per_node_layout(MPI_Comm rail) { return one_level(rail, false); }
 
 void free_layout(Layout *layout) {
   if (layout->node_comm != MPI_COMM_NULL) MPI_Comm_free(&layout->node_comm);

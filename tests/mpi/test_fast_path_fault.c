@@ -25,15 +25,13 @@ static int named(int rank) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   pg_test_watchdog("test_fast_path_fault");
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  PG_TEST_TRUE(size == 4, "runs on 4 ranks as 2x2 virtual nodes, not %d", size);
   pg_strategy *s = NULL;
   pg_test_step("create fairring");
   PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
-  if (s) {
-    const int leader = rank / 2 * 2;
+  if (s && PG_TEST_TRUE(pg_strategy_node_count(s) == 2 && pg_strategy_local_size(s) == 2,
+                        "runs as 2x2 virtual nodes, not %d x %d", pg_strategy_node_count(s),
+                        pg_strategy_local_size(s))) {
+    const int rank = pg_strategy_rank(s), leader = rank / 2 * 2;
     double x = rank + 1, y = 0;
     pg_test_step("allreduce on the fast path, across nodes");
     const pg_status st = pg_allreduce(s, &x, &y, 1, PG_FLOAT64, PG_SUM);

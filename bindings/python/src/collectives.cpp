@@ -135,28 +135,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::scatter(std::vector<at::Tensor> &ou
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor> &tensors, int dst, int tag) {
-  const at::Tensor &t = single(tensors, "send");
-  Operation op = operation("send", c10d::OpType::SEND, t.device(), c10d::kUnsetTimeout);
-  const void *buf = readable(op, t).data_ptr();
+c10::intrusive_ptr<c10d::Work> ProcessGroup::point_to_point(std::vector<at::Tensor> &tensors, int peer, int tag,
+                                                            bool sending) {
+  const char *name = sending ? "send" : "recv";
+  const at::Tensor &t = single(tensors, name);
+  Operation op = operation(name, sending ? c10d::OpType::SEND : c10d::OpType::RECV, t.device(), c10d::kUnsetTimeout);
+  void *buf = (sending ? readable(op, t) : writable(op, t)).data_ptr();
   op.outputs = {t};
   const std::size_t n = count_of(t);
   const pg_dtype dt = dtype_of(t, op.name);
   return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
-    return w ? pg_isend(s, buf, n, dt, dst, tag, w) : pg_send(s, buf, n, dt, dst, tag);
+    if (sending) return w ? pg_isend(s, buf, n, dt, peer, tag, w) : pg_send(s, buf, n, dt, peer, tag);
+    return w ? pg_irecv(s, buf, n, dt, peer, tag, w) : pg_recv(s, buf, n, dt, peer, tag);
   });
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor> &tensors, int dst, int tag) {
+  return point_to_point(tensors, dst, tag, true);
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroup::recv(std::vector<at::Tensor> &tensors, int src, int tag) {
-  const at::Tensor &t = single(tensors, "recv");
-  Operation op = operation("recv", c10d::OpType::RECV, t.device(), c10d::kUnsetTimeout);
-  void *buf = writable(op, t).data_ptr();
-  op.outputs = {t};
-  const std::size_t n = count_of(t);
-  const pg_dtype dt = dtype_of(t, op.name);
-  return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
-    return w ? pg_irecv(s, buf, n, dt, src, tag, w) : pg_recv(s, buf, n, dt, src, tag);
-  });
+  return point_to_point(tensors, src, tag, false);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::barrier(const c10d::BarrierOptions &opts) {

@@ -48,6 +48,21 @@ void check_coalesced(const std::vector<at::Tensor> &outputs, const std::vector<a
   }
 }
 
+// The one list (a tensor per rank, of any sizes) of allgather's output or
+// reduce_scatter's input, whose place `rank` must hold as many elements as
+// this rank's own tensor.
+Layout list_layout(const std::vector<std::vector<at::Tensor>> &lists, const at::Tensor &mine, int rank, int size,
+                   const char *what, const char *side) {
+  if (lists.size() != 1) raise(c10::str("pgstrategy ", what, ": expected one ", side, " list; got ", lists.size()));
+  check_list(lists[0], static_cast<std::size_t>(size), mine, what, false);
+  Layout l = layout_of(lists[0]);
+  const std::size_t place = l.counts[static_cast<std::size_t>(rank)];
+  if (place != count_of(mine))
+    raise(c10::str("pgstrategy ", what, ": this rank's tensor has ", mine.numel(), " elements but its place in the ",
+                   side, " list (", rank, ") has ", place));
+  return l;
+}
+
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce_coalesced(std::vector<at::Tensor> &tensors,
@@ -77,13 +92,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather(std::vector<std::vector<a
                                                        std::vector<at::Tensor> &inputs,
                                                        const c10d::AllgatherOptions &opts) {
   const at::Tensor &in = single(inputs, "allgather");
-  if (outputs.size() != 1) raise(c10::str("pgstrategy allgather: expected one output list; got ", outputs.size()));
   // Tensors of different sizes per rank: an allgatherv into the joined list.
-  check_uneven_list(outputs[0], static_cast<std::size_t>(size_), in, "allgather");
-  const Layout l = layout_of(outputs[0]);
-  if (l.counts[static_cast<std::size_t>(rank_)] != count_of(in))
-    raise(c10::str("pgstrategy allgather: this rank's tensor has ", in.numel(), " elements but its place in the output list (",
-                   rank_, ") has ", l.counts[static_cast<std::size_t>(rank_)]));
+  const Layout l = list_layout(outputs, in, rank_, size_, "allgather", "output");
   Operation op = operation("allgather", c10d::OpType::ALLGATHER, in.device(), opts.timeout);
   const void *send = readable(op, in).data_ptr();
   void *recv = split_back(op, outputs[0]).data_ptr();
@@ -104,13 +114,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter(std::vector<at::Tens
                                                             std::vector<std::vector<at::Tensor>> &inputs,
                                                             const c10d::ReduceScatterOptions &opts) {
   const at::Tensor &out = single(outputs, "reduce_scatter");
-  if (inputs.size() != 1) raise(c10::str("pgstrategy reduce_scatter: expected one input list; got ", inputs.size()));
   // Tensors of different sizes per rank: a reduce_scatterv of the joined list.
-  check_uneven_list(inputs[0], static_cast<std::size_t>(size_), out, "reduce_scatter");
-  const Layout l = layout_of(inputs[0]);
-  if (l.counts[static_cast<std::size_t>(rank_)] != count_of(out))
-    raise(c10::str("pgstrategy reduce_scatter: the output has ", out.numel(), " elements but this rank's place in the input list (",
-                   rank_, ") has ", l.counts[static_cast<std::size_t>(rank_)]));
+  const Layout l = list_layout(inputs, out, rank_, size_, "reduce_scatter", "input");
   Operation op = operation("reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, out, op.name);
   const void *send = joined(op, inputs[0]).data_ptr();
@@ -148,8 +153,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall(std::vector<at::Tensor> &o
                                                       const c10d::AllToAllOptions &opts) {
   if (inputs.empty()) raise("pgstrategy all_to_all: no input tensors");
   const at::Tensor &like = checked(inputs[0], "all_to_all");
-  check_uneven_list(inputs, static_cast<std::size_t>(size_), like, "all_to_all");
-  check_uneven_list(outputs, static_cast<std::size_t>(size_), like, "all_to_all");
+  check_list(inputs, static_cast<std::size_t>(size_), like, "all_to_all", false);
+  check_list(outputs, static_cast<std::size_t>(size_), like, "all_to_all", false);
   const Layout in = layout_of(inputs), out = layout_of(outputs);
   Operation op = operation("all_to_all", c10d::OpType::ALLTOALL, like.device(), opts.timeout);
   const void *send = joined(op, inputs).data_ptr();

@@ -190,6 +190,8 @@ class ProcessGroup final : public c10d::Backend {
   Operation operation(const char *name, c10d::OpType type, const c10::Device &device,
                       std::chrono::milliseconds timeout) const;
   c10::intrusive_ptr<c10d::Work> launch(Operation op, const Call &call);
+  // send (sending) and recv of the one tensor in `tensors`, with `peer`.
+  c10::intrusive_ptr<c10d::Work> point_to_point(std::vector<at::Tensor> &tensors, int peer, int tag, bool sending);
 
   std::shared_ptr<Comm> comm_;
   std::chrono::milliseconds timeout_;

@@ -71,27 +71,17 @@ const at::Tensor &single(const std::vector<at::Tensor> &tensors, const char *wha
 }
 
 void check_list(const std::vector<at::Tensor> &parts, std::size_t expected, const at::Tensor &like,
-                const char *what) {
+                const char *what, bool same_numel) {
   if (parts.size() != expected)
     raise(c10::str("pgstrategy ", what, ": expected a list of ", expected, " tensors; got ", parts.size()));
+  const std::string elements = same_numel ? c10::str(" with ", like.numel(), " elements") : std::string();
   for (const at::Tensor &p : parts) {
     checked(p, what);
-    if (p.scalar_type() != like.scalar_type() || p.device() != like.device() || p.numel() != like.numel())
-      raise(c10::str("pgstrategy ", what, ": every tensor of the list must match ", like.scalar_type(), " on ",
-                     like.device(), " with ", like.numel(), " elements; got ", p.scalar_type(), " on ",
-                     p.device(), " with ", p.numel()));
-  }
-}
-
-void check_uneven_list(const std::vector<at::Tensor> &parts, std::size_t expected, const at::Tensor &like,
-                       const char *what) {
-  if (parts.size() != expected)
-    raise(c10::str("pgstrategy ", what, ": expected a list of ", expected, " tensors; got ", parts.size()));
-  for (const at::Tensor &p : parts) {
-    checked(p, what);
-    if (p.scalar_type() != like.scalar_type() || p.device() != like.device())
+    if (p.scalar_type() != like.scalar_type() || p.device() != like.device() ||
+        (same_numel && p.numel() != like.numel()))
       raise(c10::str("pgstrategy ", what, ": every tensor of the list must be ", like.scalar_type(), " on ",
-                     like.device(), "; got ", p.scalar_type(), " on ", p.device()));
+                     like.device(), elements, "; got ", p.scalar_type(), " on ", p.device(),
+                     same_numel ? c10::str(" with ", p.numel()) : std::string()));
   }
 }
 

@@ -33,12 +33,10 @@ const at::Tensor &checked(const at::Tensor &t, const char *what);
 void check_pair(const at::Tensor &output, const at::Tensor &input, const char *what);
 // The one tensor of a list torch passes per rank.
 const at::Tensor &single(const std::vector<at::Tensor> &tensors, const char *what);
-// A list of `expected` tensors of one dtype, device and element count.
+// A list of `expected` tensors of like's dtype and device, and, where
+// `same_numel`, of its element count (the uneven forms take any sizes).
 void check_list(const std::vector<at::Tensor> &parts, std::size_t expected, const at::Tensor &like,
-                const char *what);
-// A list of `expected` tensors of one dtype and device, of any sizes.
-void check_uneven_list(const std::vector<at::Tensor> &parts, std::size_t expected, const at::Tensor &like,
-                       const char *what);
+                const char *what, bool same_numel = true);
 
 inline std::size_t count_of(const at::Tensor &t) { return static_cast<std::size_t>(t.numel()); }
 

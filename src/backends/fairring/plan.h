@@ -74,6 +74,20 @@ class Plan {
   void cut(std::size_t per_slice);
 };
 
+// reduce_scatter and allgather: a slice is the same range of elements of every
+// rank's block, and local rank p's shard of it holds the blocks of the ranks
+// on its rail, one piece per node.
+class BlockPlan : public Plan {
+ public:
+  using Plan::Plan;
+  std::size_t pieces() const override { return static_cast<std::size_t>(shape.nodes); }
+  std::size_t piece_len(std::size_t k, int) const override { return slice_count(k); }
+  // Piece m of shard p: the block of the rank at local rank p on node m.
+  std::size_t piece_offset(std::size_t k, int p, std::size_t m) const override {
+    return static_cast<std::size_t>(shape.rank_at(static_cast<int>(m), p)) * args.count + slice_begin(k);
+  }
+};
+
 // The three hierarchical algorithms. `slot_bytes` bounds what one slice may
 // put in one shared slot; slices are cut so that it fits.
 std::unique_ptr<Plan> allreduce_plan(const CollArgs &args, const Shape &shape, std::size_t slot_bytes);

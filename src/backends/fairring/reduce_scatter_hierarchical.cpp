@@ -9,18 +9,12 @@
 namespace pg::fairring {
 namespace {
 
-class ReduceScatterPlan final : public Plan {
+class ReduceScatterPlan final : public BlockPlan {
  public:
-  using Plan::Plan;
+  using BlockPlan::BlockPlan;
 
   bool reduces() const override { return true; }
   bool gathers() const override { return false; }
-  std::size_t pieces() const override { return static_cast<std::size_t>(shape.nodes); }
-  std::size_t piece_len(std::size_t k, int) const override { return slice_count(k); }
-  // Piece m of shard p: the block of the rank at local rank p on node m.
-  std::size_t piece_offset(std::size_t k, int p, std::size_t m) const override {
-    return static_cast<std::size_t>(shape.rank_at(static_cast<int>(m), p)) * args.count + slice_begin(k);
-  }
   std::size_t shard_offset(std::size_t k, int p) const override {
     return static_cast<std::size_t>(p) * shard_len(k, p);
   }

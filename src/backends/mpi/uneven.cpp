@@ -162,12 +162,13 @@ pg_status uneven_alltoallw(const Group &g, const CollArgs &a, Issue io) {
   std::vector<int> sc(p, 0), sd(p, 0), rc(p, 0), rd(p, 0);
   std::vector<MPI_Datatype> st(p, type), rt(p, type);
   MadeTypes made;
-  auto to = [&](std::size_t q, std::size_t count, std::size_t displ) {
-    return w_block(g, count, displ, esize, type, &sc[q], &sd[q], &st[q], &made);
+  // The block sent to (or received from) peer q.
+  auto block = [&](bool sent, std::size_t q, std::size_t count, std::size_t displ) {
+    return sent ? w_block(g, count, displ, esize, type, &sc[q], &sd[q], &st[q], &made)
+                : w_block(g, count, displ, esize, type, &rc[q], &rd[q], &rt[q], &made);
   };
-  auto from = [&](std::size_t q, std::size_t count, std::size_t displ) {
-    return w_block(g, count, displ, esize, type, &rc[q], &rd[q], &rt[q], &made);
-  };
+  auto to = [&](std::size_t q, std::size_t count, std::size_t displ) { return block(true, q, count, displ); };
+  auto from = [&](std::size_t q, std::size_t count, std::size_t displ) { return block(false, q, count, displ); };
   const void *send = a.send;
   void *recv = a.recv;
   switch (a.coll) {
@@ -185,23 +186,22 @@ pg_status uneven_alltoallw(const Group &g, const CollArgs &a, Issue io) {
       }
       break;
     case Coll::gatherv:
-      if (!(a.in_place && me == root)) PG_CHECK(to(root, a.count, 0));
-      if (me == root) {
-        for (std::size_t q = 0; q < p; ++q)
-          if (!(a.in_place && q == me)) PG_CHECK(from(q, v.recv_counts[q], v.recv_displs[q]));
-      } else {
-        recv = nullptr;
+    case Coll::scatterv: {
+      // Every rank's one block with the root, which receives them all
+      // (gatherv) or sends them all (scatterv).
+      const bool gather = a.coll == Coll::gatherv;
+      if (!(a.in_place && me == root)) PG_CHECK(block(gather, root, a.count, 0));
+      if (me != root) {
+        if (gather) recv = nullptr;
+        else send = nullptr;
+        break;
       }
+      const std::vector<std::size_t> &counts = gather ? v.recv_counts : v.send_counts;
+      const std::vector<std::size_t> &displs = gather ? v.recv_displs : v.send_displs;
+      for (std::size_t q = 0; q < p; ++q)
+        if (!(a.in_place && q == me)) PG_CHECK(block(!gather, q, counts[q], displs[q]));
       break;
-    case Coll::scatterv:
-      if (!(a.in_place && me == root)) PG_CHECK(from(root, a.count, 0));
-      if (me == root) {
-        for (std::size_t q = 0; q < p; ++q)
-          if (!(a.in_place && q == me)) PG_CHECK(to(q, v.send_counts[q], v.send_displs[q]));
-      } else {
-        send = nullptr;
-      }
-      break;
+    }
     default:
       return fail(PG_ERR_INTERNAL, "mpi backend: not an MPI_Alltoallw collective");
   }
