@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <ctime>
+#include <vector>
 
 #include "core/trace_parts.h"
 #include "core/watchdog.h"
@@ -22,17 +23,33 @@ constexpr int kClockTag = 3;  // s->comm's point-to-point tags: 1 is the PGS_DEB
 }  // namespace
 
 pg_status agree_job(MPI_Comm comm, std::string *job) {
+  // What each rank brings: the name it already dumps under (it traced a
+  // strategy on another group before), else the launcher's job id; and a
+  // name it would make up.
+  struct Offer {
+    char held[48];
+    char made[48];
+  } mine{};
+  std::string held = *job;
   for (const char *var : {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"})
-    if (const char *v = params::env(var)) {
-      *job = v;
-      for (char &c : *job)
+    if (const char *v = params::env(var); held.empty() && v) {
+      held = v;
+      for (char &c : held)
         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+    }
+  held.copy(mine.held, sizeof mine.held - 1);
+  std::snprintf(mine.made, sizeof mine.made, "%lld-%ld", static_cast<long long>(time(nullptr)),
+                static_cast<long>(getpid()));
+  int size = 1;
+  PG_MPI_CHECK(MPI_Comm_size(comm, &size));
+  std::vector<Offer> all(static_cast<std::size_t>(size));
+  PG_MPI_CHECK(MPI_Allgather(&mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, comm));
+  for (const Offer &o : all)
+    if (o.held[0]) {
+      *job = o.held;
       return PG_OK;
     }
-  char mine[32] = "";
-  std::snprintf(mine, sizeof mine, "%lld-%ld", static_cast<long long>(time(nullptr)), static_cast<long>(getpid()));
-  PG_MPI_CHECK(MPI_Bcast(mine, sizeof mine, MPI_CHAR, 0, comm));
-  *job = mine;
+  *job = all[0].made;
   return PG_OK;
 }
 

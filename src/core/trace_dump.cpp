@@ -29,6 +29,9 @@ constexpr std::size_t kRetired = 16;
 
 struct Registry {
   std::mutex mutex;
+  // One dump at a time: the signal's writer thread, the watchdog, a poisoning,
+  // destroy and exit may all dump at once, and would write the same files.
+  std::mutex dumping;
   std::vector<std::shared_ptr<Recorder>> live;
   std::deque<std::shared_ptr<Recorder>> retired;
   std::map<std::string, int> created;  // strategies made on each group of world ranks
@@ -94,6 +97,10 @@ void install_once() {
   });
 }
 
+std::string dump_path(const std::string &dir, const std::string &job, int world_rank) {
+  return dir + "/pgstrategy-" + job + "-rank" + std::to_string(world_rank) + ".json";
+}
+
 bool write_file(const std::string &path, const std::string &text) {
   const std::string tmp = path + ".tmp";
   FILE *f = std::fopen(tmp.c_str(), "w");
@@ -112,14 +119,28 @@ pg_status enlist(pg_strategy *s, const std::shared_ptr<Recorder> &rec) {
     std::lock_guard<std::mutex> lock(r.mutex);
     job = r.job;
   }
-  if (job.empty()) {
-    PG_CHECK(agree_job(s->comm, &job));
-    MPI_Comm_rank(MPI_COMM_WORLD, &r.world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &r.world_size);
-  }
+  // Every rank of the strategy takes part, whether it has a name or not.
+  PG_CHECK(agree_job(s->comm, &job));
+  int world_rank = 0, world_size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   {
     std::lock_guard<std::mutex> lock(r.mutex);
-    if (r.job.empty()) r.job = job;
+    r.world_rank = world_rank;
+    r.world_size = world_size;
+    if (r.job != job) {
+      // Groups that traced apart first made up names of their own; the
+      // process now dumps under the agreed one, and its files under the old
+      // name go (the next dump holds all they held).
+      auto forget = [&](const std::shared_ptr<Recorder> &old) {
+        std::remove(dump_path(old->dir, r.job, world_rank).c_str());
+      };
+      if (!r.job.empty()) {
+        std::for_each(r.live.begin(), r.live.end(), forget);
+        std::for_each(r.retired.begin(), r.retired.end(), forget);
+      }
+      r.job = job;
+    }
     // Strategies over the same ranks are told apart by the order every rank made them in.
     std::string group_key;
     for (int w : rec->world_ranks) group_key += std::to_string(w) + ",";
@@ -148,6 +169,7 @@ void retire(const std::shared_ptr<Recorder> &recorder) {
 
 bool dump(const char *reason) {
   Registry &r = registry();
+  std::lock_guard<std::mutex> one_writer(r.dumping);
   std::map<std::string, std::vector<std::shared_ptr<Recorder>>> by_dir;
   std::string job;
   int world_rank = 0, world_size = 1;
@@ -171,7 +193,7 @@ bool dump(const char *reason) {
                        ",\"strategies\":[";
     for (std::size_t i = 0; i < recorders.size(); ++i) text += (i ? ",\n" : "\n") + recorders[i]->json();
     text += "]}\n";
-    const std::string path = dir + "/pgstrategy-" + job + "-rank" + std::to_string(world_rank) + ".json";
+    const std::string path = dump_path(dir, job, world_rank);
     if (!write_file(path, text)) {
       all = false;
       PG_LOG(error, "PGS_TRACE: cannot write %s: %s", path.c_str(), std::strerror(errno));

@@ -17,8 +17,11 @@ namespace pg::trace {
 // `text` as a JSON string, quotes included.
 std::string quote(const std::string &text);
 
-// The job's name in the dump's file name: the launcher's job id where there
-// is one, else a value rank 0 of `comm` gives everyone (collective).
+// The job's name in the dump files, the same on every rank of `comm`
+// (collective: every rank takes part, whatever it traced before). *job: this
+// process's name so far ("" for none); afterwards the agreed one: the first
+// name a rank already has, in rank order (the launcher's job id counts),
+// else one rank 0 makes up.
 pg_status agree_job(MPI_Comm comm, std::string *job);
 // This rank's clock against rank 0's of `comm` (collective).
 pg_status measure_clock(MPI_Comm comm, int rank, int size, std::int64_t *offset, std::int64_t *uncertainty);

@@ -3,7 +3,7 @@
 #
 # Runs one flight-recorder scenario with PGS_TRACE=WORK/CASE and checks what
 # pg-trace (and the dumps themselves) say about it. Cases: hang, straggler,
-# mismatch, signal, wrap, timeline, backends, bad_dumps.
+# mismatch, signal, wrap, timeline, backends, bad_dumps, subgroup, concurrent.
 set -u
 case_name=$1 work=$2 mpiexec=$3 npflag=$4 job=$5 python=$6 pgtrace=$7
 shift 7
@@ -115,6 +115,17 @@ EOF
     expect "a foreign JSON file" "not a pgstrategy flight-recorder dump"
     "$python" "$pgtrace" "$dir/no-such-folder" >/dev/null 2>&1
     [ $? -eq 2 ] || fail "a missing folder"
+    ;;
+  subgroup)  # plain mpiexec, no launcher job id: ranks 0-1 trace a sub-communicator first, then all the world
+    unset SLURM_JOB_ID TORCHELASTIC_RUN_ID
+    run 3 "$job" subgroup
+    [ "$status" -eq 0 ] || fail "the job failed (or hung: it used to)"
+    dumps_check "len(dumps) == 3 and len({d['job'] for d in dumps}) == 1"
+    ;;
+  concurrent)  # dumps from two threads, SIGUSR1, destroys and the watchdog at once: one whole dump per rank
+    PGS_TIMEOUT=2 run 3 "$job" concurrent
+    [ "$status" -ne 0 ] || fail "the job should have been ended by the watchdog"
+    dumps_check "len(dumps) == 3 and all(len(d['strategies']) >= 1 for d in dumps)"
     ;;
   *) echo "check_trace: unknown case '$case_name'"; exit 2 ;;
 esac

@@ -13,8 +13,15 @@
  *   trace_job many N      N allreduces, results checked (the ring buffer)
  *   trace_job backend B   allreduce, reduce_scatter and allgather on backend B
  *                         ("plain": a table backend), results checked
+ *   trace_job subgroup    ranks 0 and 1 trace a strategy on a sub-communicator
+ *                         first; then every rank traces one on the world
+ *   trace_job concurrent  dumps from every side at once: two threads ask for
+ *                         dumps and send SIGUSR1 while strategies are made and
+ *                         destroyed (each destroy dumps); then the last rank
+ *                         sleeps and the watchdog (PGS_TIMEOUT) ends the job
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,9 +64,43 @@ static int dump_says(const char *text, int ms) {
   return 0;
 }
 
+/* Ranks 0 and 1 trace a strategy of their own before the world's: the
+ * world strategy's creation then meets ranks that have a job name and one
+ * that has none. */
+static void trace_pair(void) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm pair = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+  if (pair == MPI_COMM_NULL) return;
+  pg_strategy *t = NULL;
+  PG_TEST_STATUS(pg_strategy_create_comm("cpu", "mpi", pair, &t), PG_OK);
+  if (t) {
+    allreduce_checked(t, 4);
+    PG_TEST_STATUS(pg_strategy_destroy(t), PG_OK);
+  }
+  MPI_Comm_free(&pair);
+}
+
+static volatile int g_stop;
+
+static void *dump_often(void *unused) {
+  (void)unused;
+  for (int i = 0; !g_stop; ++i) {
+    pg_trace_dump();
+    if (i % 4 == 0) kill(getpid(), SIGUSR1);
+  }
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   pg_test_watchdog("trace_job");
   const char *mode = argc > 1 ? argv[1] : "";
+  const int subgroup = strcmp(mode, "subgroup") == 0;
+  if (subgroup) {
+    MPI_Init(&argc, &argv);
+    trace_pair();
+  }
   const char *backend = strcmp(mode, "backend") == 0 && argc > 2 ? argv[2] : NULL;
   if (backend && strcmp(backend, "plain") == 0) PG_TEST_STATUS(pg_test_register_plain(), PG_OK);
   pg_strategy *s = NULL;
@@ -91,6 +132,20 @@ int main(int argc, char **argv) {
       }
       allreduce_checked(s, 8);
     }
+  } else if (subgroup) {
+    allreduce_checked(s, 4);
+  } else if (strcmp(mode, "concurrent") == 0) {
+    pthread_t threads[2];
+    for (int i = 0; i < 2; ++i) pthread_create(&threads[i], NULL, dump_often, NULL);
+    for (int i = 0; i < 20; ++i) {
+      pg_strategy *t = NULL;
+      PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &t), PG_OK);
+      if (!t) break;
+      allreduce_checked(t, 4);
+      PG_TEST_STATUS(pg_strategy_destroy(t), PG_OK);
+    }
+    if (rank == size - 1) sleep_ms(60000); /* never arrives; the watchdog dumps and ends the job */
+    allreduce_checked(s, 4);
   } else if (strcmp(mode, "many") == 0) {
     const int n = argc > 2 ? atoi(argv[2]) : 50;
     for (int i = 0; i < n; ++i) allreduce_checked(s, 2);
@@ -110,9 +165,11 @@ int main(int argc, char **argv) {
     free(send);
     free(recv);
   } else {
-    fprintf(stderr, "usage: trace_job hang|straggler|mismatch|signal|many N|backend NAME\n");
+    fprintf(stderr, "usage: trace_job hang|straggler|mismatch|signal|many N|backend NAME|subgroup|concurrent\n");
     return 2;
   }
   PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
-  return pg_test_verdict(MPI_COMM_WORLD, "trace_job");
+  const int failed = pg_test_verdict(MPI_COMM_WORLD, "trace_job");
+  if (subgroup) MPI_Finalize();
+  return failed;
 }
