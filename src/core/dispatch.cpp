@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/runtime.h"
@@ -205,8 +206,11 @@ void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage)
 pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a);
 
 // Runs on `inst`. Below MPI_THREAD_MULTIPLE with PGS_TIMEOUT the watchdog polls
-// in this thread, so the operation is started and tested rather than blocked on.
+// in this thread, so the operation is started and tested rather than blocked on;
+// a backend without a native start for it blocks, and the watchdog's own thread
+// watches that call.
 pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
+  std::optional<watchdog::Unpolled> unpolled;
   if (s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE) {
     std::unique_ptr<Request> request;
     pg_status st = inst->backend->start(a, &request);
@@ -215,6 +219,7 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
       return poll([&](bool *d) { return request->test(d); }, polled_by_caller(s), &done);
     }
     if (st != PG_ERR_UNSUPPORTED) return st;
+    unpolled.emplace(s);
   }
   if (a.coll == Coll::sendrecv && !inst->backend->implements(Coll::sendrecv)) return compose_sendrecv(s, a);
   return inst->backend->run(a);

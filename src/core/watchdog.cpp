@@ -18,17 +18,25 @@ namespace {
 
 bool watching(const pg_strategy *s) { return s->settings.timeout_s > 0; }
 
+// At MPI_THREAD_MULTIPLE every watched collective; below it, those the
+// calling thread cannot poll (Unpolled).
 void watch_loop() {
+  const bool multiple = runtime::thread_level() == MPI_THREAD_MULTIPLE;
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     // Aborting under the lock keeps the strategy from being destroyed meanwhile.
-    runtime::for_each_live([](pg_strategy *s) {
+    runtime::for_each_live([multiple](pg_strategy *s) {
       for (const Marks &marks : s->marks) {
         const Watch w = marks.current();
-        if (overdue(s, w)) abort_job(s, w);
+        if ((multiple || w.unpolled) && overdue(s, w)) abort_job(s, w);
       }
     });
   }
+}
+
+void start_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::thread(watch_loop).detach(); });
 }
 
 }  // namespace
@@ -65,6 +73,7 @@ Watch Marks::current() const {
   w.started_ns = started_ns_;
   w.sequence = sequence_;
   w.coll = static_cast<Coll>(coll_.load());
+  w.unpolled = unpolled_;
   return w;
 }
 
@@ -79,15 +88,19 @@ Scope::Scope(pg_strategy *s, Coll coll, std::uint64_t sequence) {
   if (!watching(s) || is_point_to_point(coll)) return;
   marks_ = &own_marks(s);
   marks_->begin(sequence, coll);
-  if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
-    static std::once_flag once;
-    std::call_once(once, [] { std::thread(watch_loop).detach(); });
-  }
+  if (runtime::thread_level() == MPI_THREAD_MULTIPLE) start_thread();
 }
 
 Scope::~Scope() {
   if (marks_) marks_->end();
 }
+
+Unpolled::Unpolled(pg_strategy *s) : marks_(&own_marks(s)) {
+  marks_->set_unpolled(true);
+  start_thread();
+}
+
+Unpolled::~Unpolled() { marks_->set_unpolled(false); }
 
 void abort_job(pg_strategy *s, const Watch &watch) {
   const std::string missing = s->marks[0].missing();  // the debug check runs on the caller's thread
@@ -98,10 +111,13 @@ void abort_job(pg_strategy *s, const Watch &watch) {
                                                "records arrival before each collective)");
   log::write(params::LogLevel::error,
              "watchdog: %s #%llu on backend '%s' (device '%s', rank %d of %d) has not finished "
-             "after %g s (PGS_TIMEOUT); %s; aborting the job",
+             "after %g s (PGS_TIMEOUT); %s; %s",
              coll_name(watch.coll), static_cast<unsigned long long>(watch.sequence),
              s->selection.backend.c_str(), s->device_name.c_str(), s->rank, s->size,
-             s->settings.timeout_s, arrival.c_str());
+             s->settings.timeout_s, arrival.c_str(),
+             watch.unpolled ? "ending this process, whose MPI call cannot be interrupted below "
+                              "MPI_THREAD_MULTIPLE (its launcher ends the job)"
+                            : "aborting the job");
   // The one line a user needs after a hang must reach the job's output: it is
   // flushed, and the launcher gets time to forward it before the abort ends
   // every process (without the pause it was lost in about one run of three).
@@ -112,8 +128,9 @@ void abort_job(pg_strategy *s, const Watch &watch) {
   if (s->primary) s->primary->backend->abort();
   if (s->fallback) s->fallback->backend->abort();
   // MPI_COMM_WORLD: MPICH 4.0.2 ends only the calling process when MPI_Abort
-  // gets any other communicator, and the job would stay hung.
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  // gets any other communicator, and the job would stay hung. Not from the
+  // watchdog's thread below MPI_THREAD_MULTIPLE, while the caller is in MPI.
+  if (!watch.unpolled) MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);  // MPI_Abort does not return; this is for an MPI that does
 }
 

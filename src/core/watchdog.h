@@ -20,6 +20,7 @@ struct Watch {
   std::int64_t started_ns = 0;  // 0: not watched
   std::uint64_t sequence = 0;
   Coll coll = Coll::barrier;
+  bool unpolled = false;  // blocked in a backend's call, where its thread cannot poll
 };
 
 // The blocking collective in flight on one thread of one strategy (at most one:
@@ -34,6 +35,10 @@ class Marks {
   // not known): the PGS_DEBUG=detail check records arrival.
   void set_missing(std::string ranks);
   std::string missing() const;
+  // Below MPI_THREAD_MULTIPLE the caller polls; a backend call it cannot poll
+  // (no native start) is watched by the watchdog's thread instead, which may
+  // not call MPI then.
+  void set_unpolled(bool unpolled) { unpolled_ = unpolled; }
 
  private:
   mutable std::mutex mutex_;  // guards missing_
@@ -41,6 +46,7 @@ class Marks {
   std::atomic<std::int64_t> started_ns_{0};
   std::atomic<std::uint64_t> sequence_{0};
   std::atomic<int> coll_{0};
+  std::atomic<bool> unpolled_{false};
 };
 
 // Whether `watch` has run past PGS_TIMEOUT on s.
@@ -64,8 +70,23 @@ class Scope {
 };
 
 // Reports the hung collective and aborts the job (each backend's abort, e.g.
-// ncclCommAbort, then MPI_Abort). Never returns.
+// ncclCommAbort, then MPI_Abort; without MPI when the watchdog's thread may not
+// call it: the process ends, and its launcher ends the job). Never returns.
 [[noreturn]] void abort_job(pg_strategy *s, const Watch &watch);
+
+// While alive, the calling thread's collective on s runs a backend call it
+// cannot poll (below MPI_THREAD_MULTIPLE with PGS_TIMEOUT): the watchdog's
+// thread watches it.
+class Unpolled {
+ public:
+  explicit Unpolled(pg_strategy *s);
+  ~Unpolled();
+  Unpolled(const Unpolled &) = delete;
+  Unpolled &operator=(const Unpolled &) = delete;
+
+ private:
+  Marks *marks_;
+};
 // abort_job when `watch` is overdue; what a caller's poll checks at every round.
 void abort_if_overdue(pg_strategy *s, const Watch &watch);
 
