@@ -88,7 +88,8 @@ typedef enum pg_status PG_ENUM_INT {
   PG_ERR_PLUGIN = 8,           /* a plugin or backend table could not be loaded or accepted */
   PG_ERR_STATE = 9,            /* call not valid now (poisoned strategy, unfinished work) */
   PG_ERR_NO_MEMORY = 10,
-  PG_ERR_INTERNAL = 11
+  PG_ERR_INTERNAL = 11,
+  PG_ERR_ABORTED = 12          /* the call was in flight when pg_strategy_abort was called */
 } pg_status;
 
 typedef enum pg_dtype PG_ENUM_INT {
@@ -170,8 +171,24 @@ PG_API pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strate
 
 /** Destroy a strategy (collective over its communicator). NULL is fine.
  * Unfinished nonblocking work is completed first. After the application's
- * MPI_Finalize, frees memory and makes no MPI call. */
+ * MPI_Finalize, frees memory and makes no MPI call. After pg_strategy_abort,
+ * local: frees what is this process's alone and never waits for peers. */
 PG_API pg_status pg_strategy_destroy(pg_strategy *s);
+
+/** Abort a strategy on this rank. Callable from any thread, also while another
+ * thread is blocked in a call on `s` (as ncclCommAbort): every call in flight
+ * on `s` on this rank returns PG_ERR_ABORTED within a bounded time (a fraction
+ * of a second; a custom backend's blocking operation returns when the backend
+ * returns), and so do pg_work_wait and pg_work_test on its unfinished works.
+ * `s` is then poisoned: later calls return PG_ERR_STATE, the local queries
+ * still answer, and pg_strategy_destroy frees what it can without talking to
+ * peers (it never blocks; the backends' communicators and shared memory are
+ * left to the process's exit). MPI cannot cancel a collective: the buffers of
+ * the calls it ended may still be read or written (when a late peer arrives)
+ * until the process exits, so keep them allocated. Peers are not told: each
+ * stops at its own abort, the watchdog (PGS_TIMEOUT) or a work's timeout.
+ * Local; a second call does nothing. PG_ERR_INVALID_ARGUMENT for NULL. */
+PG_API pg_status pg_strategy_abort(pg_strategy *s);
 /** @} */
 
 /** @defgroup query Queries (local). A NULL handle gives NULL or -1.

@@ -101,7 +101,7 @@ module pgstrategy
 
   ! ---- procedures ---------------------------------------------------------------
   public :: pg_status_name, pg_last_error, pg_version, pg_default_backend, pg_backends_list
-  public :: pg_strategy_create, pg_strategy_split, pg_strategy_destroy, pg_strategy_describe
+  public :: pg_strategy_create, pg_strategy_split, pg_strategy_destroy, pg_strategy_abort, pg_strategy_describe
   public :: pg_strategy_set_stream
   public :: pg_mem_alloc, pg_mem_free, pg_work_wait, pg_work_test, pg_work_free
 
@@ -280,6 +280,14 @@ contains
     s%handle = c_null_ptr
     call finish(status, "pg_strategy_destroy", ierr)
   end subroutine pg_strategy_destroy
+
+  !> Aborts the strategy on this rank, from any thread (include/pg_strategy.h):
+  !> calls in flight on it return PG_ERR_ABORTED; it is poisoned; peers are not told.
+  subroutine pg_strategy_abort(s, ierr)
+    type(pg_strategy), intent(in) :: s
+    integer, intent(out), optional :: ierr
+    call finish(pgf_lib(c_strategy_abort(s%handle)), "pg_strategy_abort", ierr)
+  end subroutine pg_strategy_abort
 
   !> Backend and the rule that chose it, device, ranks, node layout.
   subroutine pg_strategy_describe(s, text, ierr)

@@ -27,7 +27,7 @@ KINDS = {"sendbuf": "in", "recvbuf": "out", "count": "count", "sendcount": "coun
 # the strategy (an int, or a string), are also module functions of their own name.
 QUERIES = """pg_strategy_backend pg_strategy_device pg_strategy_rank pg_strategy_size
 pg_strategy_local_rank pg_strategy_local_size pg_strategy_node_rank pg_strategy_node_count"""
-LIBRARY = QUERIES + """ pg_status_name pg_version pg_backends_list pg_strategy_split pg_strategy_destroy
+LIBRARY = QUERIES + """ pg_status_name pg_version pg_backends_list pg_strategy_split pg_strategy_destroy pg_strategy_abort
 pg_strategy_describe pg_strategy_set_stream pg_mem_free"""
 
 CALLS = [

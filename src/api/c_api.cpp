@@ -222,6 +222,14 @@ pg_status pg_strategy_destroy(pg_strategy *s) {
   return guarded("pg_strategy_destroy", [&] { return s ? pg::destroy_strategy(s) : PG_OK; });
 }
 
+pg_status pg_strategy_abort(pg_strategy *s) {
+  return guarded("pg_strategy_abort", [&] {
+    if (!s) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_strategy_abort: the strategy is NULL");
+    pg::abort_strategy(s);
+    return PG_OK;
+  });
+}
+
 const char *pg_strategy_backend(const pg_strategy *s) { return s ? s->selection.backend.c_str() : nullptr; }
 const char *pg_strategy_device(const pg_strategy *s) { return s ? s->device_name.c_str() : nullptr; }
 int pg_strategy_rank(const pg_strategy *s) { return s ? s->rank : -1; }

@@ -279,6 +279,7 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
 // its blocking entry), so whether this rank's queue was busy never changes what
 // its peers must match.
 pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a, std::uint64_t sequence) {
+  if (s->aborted) return aborted();               // queued before pg_strategy_abort: in flight
   PG_CHECK(check_usable(coll_name(a.coll), s));  // queued work after a failure does not run
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
@@ -294,8 +295,9 @@ pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a, std::uint64_t s
 }  // namespace
 
 void complete(pg_work *w, pg_status st, const std::string &error) {
-  if (w->trace_seq && w->strategy && w->strategy->trace) w->strategy->trace->end(w->trace_seq, st);
   std::lock_guard<std::mutex> lock(w->mutex);
+  if (w->finished) return;  // an aborted strategy's destroy got there first
+  if (w->trace_seq && w->strategy && w->strategy->trace) w->strategy->trace->end(w->trace_seq, st);
   w->status = st;
   if (st != PG_OK) w->error = error;
   w->finished = true;
@@ -308,6 +310,7 @@ std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
 }
 
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
+  CancelScope abortable(&s->aborted);
   const pg_status entered = enter(s, args, local, false);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
   if (entered != PG_OK || trivial(args)) return op.end(entered);
@@ -320,6 +323,7 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
 
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out) {
   *out = nullptr;
+  CancelScope abortable(&s->aborted);
   const pg_status entered = enter(s, args, local, true);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args), trace::kNonblocking);
   if (entered != PG_OK) return op.end(entered);
@@ -356,6 +360,7 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
         pg_work *raw = w.get();
         const std::uint64_t sequence = s->sequence;
         s->progress.submit([s, raw, a, sequence] {
+          CancelScope abortable(&s->aborted);
           trace::Current current(s->trace.get(), raw->trace_seq);
           complete(raw, execute_nonblocking(s, a, sequence), last_error());
         });
@@ -444,12 +449,14 @@ void settle_started(pg_strategy *s) {
 }
 
 pg_status work_wait(pg_work *w, double timeout_s) {
+  CancelScope abortable(w->strategy ? &w->strategy->aborted : nullptr);
   if (!settle_in_order(w, timeout_s))
     return fail(PG_ERR_TIMEOUT, "the work has not finished after %g s; wait again", timeout_s);
   return w->status == PG_OK ? PG_OK : fail_message(w->status, w->error);
 }
 
 pg_status work_test(pg_work *w, int *done) {
+  CancelScope abortable(w->strategy ? &w->strategy->aborted : nullptr);
   *done = settle_in_order(w, 0);  // an unfinished work is not a failure: the last error stays
   if (!*done || w->status == PG_OK) return PG_OK;
   return fail_message(w->status, w->error);

@@ -31,6 +31,21 @@ void Progress::stop() {
   thread_.join();
 }
 
+bool Progress::abandon(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!thread_.joinable()) return true;
+  stopping_ = true;
+  wake_.notify_one();
+  // The queued tasks end at once: their strategy is aborted.
+  if (!idle_.wait_for(lock, wait, [this] { return queue_.empty() && !busy_; })) {
+    thread_.detach();
+    return false;
+  }
+  lock.unlock();
+  thread_.join();
+  return true;
+}
+
 void Progress::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {

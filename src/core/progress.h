@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -27,6 +28,9 @@ class Progress {
   bool on_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
   // Drains and joins the thread.
   void stop();
+  // Stops taking tasks and joins the thread if it finishes within `wait`;
+  // else leaves it running (detached) and returns false.
+  bool abandon(std::chrono::milliseconds wait);
 
  private:
   void loop();

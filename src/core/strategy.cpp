@@ -243,9 +243,52 @@ pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out) 
   return op.end(split_comm(s, color, key, out));
 }
 
+void abort_strategy(pg_strategy *s) {
+  if (s->aborted.exchange(true)) return;
+  s->health.poison("aborted by pg_strategy_abort");
+  // Asynchronous backends (NCCL) end what they enqueued; the library's own
+  // waits end at their next poll. (The fallback may be in the making on the
+  // strategy's thread: it is left to its polls.)
+  if (s->primary) s->primary->backend->abort();
+  PG_LOG(info, "pg_strategy_abort: strategy of rank %d of %d aborted", s->rank, s->size);
+}
+
+namespace {
+
+// destroy after pg_strategy_abort: frees this process's own memory and waits
+// for no peer. Backends, their communicators and shared memory, and the
+// library's communicators are left to the process's exit (freeing them could
+// wait for peers, or for an operation MPI cannot cancel).
+pg_status destroy_aborted(pg_strategy *s, const std::shared_ptr<trace::Recorder> &recorder) {
+  runtime::untrack(s);
+  // A queued task stuck in a custom backend's blocking call keeps the progress
+  // thread, and with it the strategy.
+  const bool thread_done = s->progress.abandon(std::chrono::milliseconds(200));
+  for (const auto &[order, w] : s->works) {
+    // Queued works are the progress thread's to complete (at once, aborted;
+    // or when a stuck custom backend returns).
+    if (w->native) {
+      complete(w, PG_ERR_ABORTED, "the strategy was aborted (pg_strategy_abort) before this work finished");
+      static_cast<void>(w->native.release());  // its MPI requests cannot be cancelled
+    }
+    std::lock_guard<std::mutex> lock(w->mutex);
+    w->strategy = nullptr;
+  }
+  s->works.clear();
+  s->memory.release_all(false);
+  static_cast<void>(s->fallback.release());
+  static_cast<void>(s->primary.release());
+  if (thread_done) delete s;
+  if (recorder) trace::retire(recorder);
+  return PG_OK;
+}
+
+}  // namespace
+
 pg_status destroy_strategy(pg_strategy *s) {
   // The recorder outlives the strategy, for the dump that follows.
   const std::shared_ptr<trace::Recorder> recorder = s->trace;
+  if (s->aborted) return destroy_aborted(s, recorder);
   trace::Op op(s, static_cast<std::uint8_t>(trace::Event::destroy), nullptr, 0);
   runtime::untrack(s);
   s->progress.stop();

@@ -76,6 +76,9 @@ struct pg_strategy {
   std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
 
   pg::Health health;               // poisoned by dispatch and the watchdog
+  // Set by pg_strategy_abort, from any thread: the waits of every call in
+  // flight on the strategy end (util/poll.h, CancelScope).
+  std::atomic<bool> aborted{false};
   std::shared_ptr<pg::trace::Recorder> trace;  // the flight recorder (PGS_TRACE), or null
   // The collective in flight on the caller's thread [0] and on the progress
   // thread [1] (watchdog.cpp): each thread writes only its own.
@@ -111,6 +114,8 @@ pg_status check_usable(const char *fn, const pg_strategy *s);
 pg_status create_strategy(const char *device, const char *backend, MPI_Comm comm, pg_strategy **out);
 pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out);
 pg_status destroy_strategy(pg_strategy *s);
+// pg_strategy_abort: local, callable from any thread.
+void abort_strategy(pg_strategy *s);
 pg_status describe_strategy(const pg_strategy *s, std::string *out);
 // The device default instance, created on first need (collective).
 pg_status ensure_fallback(pg_strategy *s);

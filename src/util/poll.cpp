@@ -1,5 +1,7 @@
 #include "util/poll.h"
 
+#include "util/status.h"
+
 #include <sched.h>
 #include <time.h>
 
@@ -34,5 +36,17 @@ void Backoff::idle() {
     nanosleep(&pause, nullptr);
   }
 }
+
+namespace {
+thread_local const std::atomic<bool> *t_cancel = nullptr;
+}  // namespace
+
+CancelScope::CancelScope(const std::atomic<bool> *flag) : previous_(t_cancel) { t_cancel = flag; }
+
+CancelScope::~CancelScope() { t_cancel = previous_; }
+
+bool cancelled() { return t_cancel && t_cancel->load(std::memory_order_relaxed); }
+
+pg_status aborted() { return fail(PG_ERR_ABORTED, "the call was aborted (pg_strategy_abort) while it waited"); }
 
 }  // namespace pg

@@ -3,6 +3,7 @@
 // every round (the watchdog's deadline, docs/env.md, PGS_TIMEOUT).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 
@@ -29,8 +30,27 @@ struct Until {
   std::function<void()> check;
 };
 
+// A thread's way out of its waits: while a CancelScope is alive, every poll of
+// the thread ends with PG_ERR_ABORTED once `flag` is set (pg_strategy_abort
+// sets its strategy's, from any thread). Scopes nest.
+class CancelScope {
+ public:
+  explicit CancelScope(const std::atomic<bool> *flag);
+  ~CancelScope();
+  CancelScope(const CancelScope &) = delete;
+  CancelScope &operator=(const CancelScope &) = delete;
+
+ private:
+  const std::atomic<bool> *previous_;
+};
+// Whether the calling thread's waits are cancelled; and the status to return
+// then (PG_ERR_ABORTED, with its message).
+bool cancelled();
+pg_status aborted();
+
 // Calls test(&done) until done or a failure, and returns its status; or
-// until the deadline, returning PG_OK with *done false.
+// until the deadline, returning PG_OK with *done false; or until the
+// thread's waits are cancelled (PG_ERR_ABORTED).
 template <typename Test>
 pg_status poll(Test &&test, const Until &until, bool *done) {
   const auto deadline = std::chrono::steady_clock::now() +
@@ -40,6 +60,7 @@ pg_status poll(Test &&test, const Until &until, bool *done) {
     *done = false;
     const pg_status st = test(done);
     if (*done || st != PG_OK) return st;
+    if (cancelled()) return aborted();
     if (until.check) until.check();
     if (until.timeout_s >= 0 && std::chrono::steady_clock::now() >= deadline) return PG_OK;
     backoff.idle();

@@ -21,7 +21,8 @@
   X(PG_ERR_PLUGIN)           \
   X(PG_ERR_STATE)            \
   X(PG_ERR_NO_MEMORY)        \
-  X(PG_ERR_INTERNAL)
+  X(PG_ERR_INTERNAL)         \
+  X(PG_ERR_ABORTED)
 
 namespace pg {
 

@@ -39,6 +39,7 @@ program test_fortran_constants
   call same("PG_ERR_STATE", PG_ERR_STATE)
   call same("PG_ERR_NO_MEMORY", PG_ERR_NO_MEMORY)
   call same("PG_ERR_INTERNAL", PG_ERR_INTERNAL)
+  call same("PG_ERR_ABORTED", PG_ERR_ABORTED)
   call same("PG_INT8", PG_INT8)
   call same("PG_UINT8", PG_UINT8)
   call same("PG_INT32", PG_INT32)

@@ -30,6 +30,7 @@ class Schedule::Operation final : public Request {
       pg_status st = step(&done, &moved);
       if (done) return st;
       if (moved) backoff.moved();
+      else if (cancelled()) return aborted();
       else backoff.idle();
     }
   }

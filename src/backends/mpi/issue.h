@@ -53,14 +53,6 @@ class Pending final : public Request {
     return PG_OK;
   }
 
-  pg_status wait() override {
-    if (!requests_.empty())
-      PG_MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
-                               MPI_STATUSES_IGNORE));
-    requests_.clear();
-    finish_now();
-    return PG_OK;
-  }
 
   // Requests are left unfinished only when issuing failed halfway or a strategy
   // is torn down after a failure. MPI forbids freeing an active collective

@@ -20,6 +20,7 @@
 #include "mpi/types.h"
 #include "util/dtype.h"
 #include "util/params.h"
+#include "util/poll.h"
 #include "util/reduce.h"
 #include "util/status.h"
 
@@ -115,21 +116,31 @@ class MpiBackend final : public Backend {
 
   bool implements(Coll) const override { return true; }
 
+  // A blocking call is issued nonblocking and polled (util/poll.h): MPI cannot
+  // interrupt a blocking call, and pg_strategy_abort from another thread must
+  // end the wait.
   pg_status run(const CollArgs &a) override {
     // The hot path of data-parallel training, a plain allreduce, goes straight
-    // to MPI; everything else through `issue`.
+    // to MPI, with no allocation; everything else through `issue`.
     if (a.coll == Coll::allreduce && a.count <= g_.chunk && a.op != PG_AVG) {
       MPI_Op op = MPI_OP_NULL;
       PG_CHECK(operation(a.dtype, a.op, &op));
-      PG_MPI_CHECK(MPI_Allreduce(a.in_place ? MPI_IN_PLACE : a.send, a.recv,
-                                 static_cast<int>(a.count), datatype(a.dtype), op, g_.comm));
-      return PG_OK;
+      MPI_Request request = MPI_REQUEST_NULL;
+      PG_MPI_CHECK(MPI_Iallreduce(a.in_place ? MPI_IN_PLACE : a.send, a.recv, static_cast<int>(a.count),
+                                  datatype(a.dtype), op, g_.comm, &request));
+      bool done = false;
+      return poll(
+          [&request](bool *d) {
+            int flag = 0;
+            PG_MPI_CHECK(MPI_Test(&request, &flag, MPI_STATUS_IGNORE));
+            *d = flag != 0;
+            return PG_OK;
+          },
+          Until{}, &done);
     }
-    if (a.coll == Coll::sendrecv) return sendrecv_blocking(a);
     Pending done;
-    PG_CHECK(issue(a, Issue{done, false}));
-    done.finish_now();
-    return PG_OK;
+    PG_CHECK(issue(a, Issue{done, true}));
+    return done.wait();
   }
 
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
@@ -307,21 +318,6 @@ class MpiBackend final : public Backend {
       if (a.count == 0) break;
     }
     return PG_OK;
-  }
-
-  // Chunked sendrecv posts every piece at once, so unequal chunk counts on the
-  // two sides cannot deadlock.
-  pg_status sendrecv_blocking(const CollArgs &a) {
-    if (a.count <= g_.chunk && a.recv_count <= g_.chunk) {
-      const MPI_Datatype type = datatype(a.dtype);
-      PG_MPI_CHECK(MPI_Sendrecv(a.send, static_cast<int>(a.count), type, a.peer, a.tag, a.recv,
-                                static_cast<int>(a.recv_count), type, a.source, a.tag, g_.comm,
-                                MPI_STATUS_IGNORE));
-      return PG_OK;
-    }
-    std::unique_ptr<Request> request;
-    PG_CHECK(start(a, &request));
-    return request->wait();
   }
 
   Group g_;

@@ -1,0 +1,101 @@
+/* pg_strategy_abort from another thread ends a call blocked on a peer that
+ * does not come:
+ *   test_abort BACKEND COUNT blocking|work
+ * Rank 0 enters an allreduce of COUNT doubles (blocking, or a work it waits
+ * for) that rank 1 joins only 2 s later; a second thread of rank 0 aborts the
+ * strategy after 300 ms. The call returns PG_ERR_ABORTED within 1 s of the
+ * abort, later calls return PG_ERR_STATE, and destroy returns at once. Rank 1
+ * then enters the allreduce with an abort of its own armed for 1 s (each rank
+ * stops at its own abort): it either completes, with what rank 0 had left, or
+ * ends aborted. The buffer stays allocated: MPI may still use it (the
+ * contract of pg_strategy_abort). */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pg_test.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void sleep_s(double s) {
+  struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
+struct aborter {
+  pg_strategy *s;
+  double delay, at;
+  pg_status status;
+};
+
+static void *abort_later(void *arg) {
+  struct aborter *a = arg;
+  sleep_s(a->delay);
+  a->at = now();
+  a->status = pg_strategy_abort(a->s);
+  return NULL;
+}
+
+/* The allreduce, blocking or as a work waited for. */
+static pg_status allreduce(pg_strategy *s, double *buf, size_t count, int work) {
+  if (!work) return pg_allreduce(s, buf, buf, count, PG_FLOAT64, PG_SUM);
+  pg_work *w = NULL;
+  pg_status st = pg_iallreduce(s, buf, buf, count, PG_FLOAT64, PG_SUM, &w);
+  if (st != PG_OK) return st;
+  st = pg_work_wait(w, -1);
+  pg_status freed = pg_work_free(w);
+  PG_TEST_TRUE(freed == PG_OK, "the finished work is freed: %s", pg_status_name(freed));
+  return st;
+}
+
+int main(int argc, char **argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  pg_test_watchdog("test_abort");
+  if (argc < 4) {
+    PG_TEST_TRUE(0, "usage: test_abort BACKEND COUNT blocking|work");
+    return pg_test_verdict(MPI_COMM_WORLD, "test_abort");
+  }
+  const size_t count = (size_t)strtoull(argv[2], NULL, 10);
+  const int work = strcmp(argv[3], "work") == 0;
+  pg_strategy *s = NULL;
+  PG_TEST_STATUS(pg_strategy_create("cpu", argv[1], &s), PG_OK);
+  double *buf = calloc(count, sizeof *buf);
+  if (s && buf) {
+    const int rank = pg_strategy_rank(s);
+    struct aborter a = {s, rank == 0 ? 0.3 : 1.0, 0, PG_OK};
+    if (rank == 1) sleep_s(2);
+    pg_test_step("allreduce of %zu on %s, %s, aborted from another thread", count, argv[1], argv[3]);
+    pthread_t thread;
+    pthread_create(&thread, NULL, abort_later, &a);
+    const pg_status st = allreduce(s, buf, count, work);
+    const double returned = now();
+    pthread_join(thread, NULL);
+    PG_TEST_STATUS(a.status, PG_OK);
+    if (rank == 0) {
+      PG_TEST_TRUE(st == PG_ERR_ABORTED, "the call ends aborted: %s: %s", pg_status_name(st), pg_last_error());
+      PG_TEST_TRUE(returned - a.at < 1.0, "within 1 s of the abort: %.3f s", returned - a.at);
+    } else {
+      PG_TEST_TRUE(st == PG_OK || st == PG_ERR_ABORTED, "rank 1: %s: %s", pg_status_name(st), pg_last_error());
+    }
+    pg_test_step("after the abort");
+    PG_TEST_STATUS(pg_allreduce(s, buf, buf, count, PG_FLOAT64, PG_SUM), PG_ERR_STATE);
+    PG_TEST_TRUE(strstr(pg_last_error(), "pg_strategy_abort") != NULL, "the message says why: %s", pg_last_error());
+    PG_TEST_STATUS(pg_strategy_abort(s), PG_OK); /* a second abort does nothing */
+    PG_TEST_TRUE(pg_strategy_size(s) == 2, "the local queries still answer");
+    const double destroying = now();
+    PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
+    PG_TEST_TRUE(now() - destroying < 1.0, "destroy after abort does not wait: %.3f s", now() - destroying);
+  }
+  PG_TEST_STATUS(pg_strategy_abort(NULL), PG_ERR_INVALID_ARGUMENT);
+  const int failed = pg_test_verdict(MPI_COMM_WORLD, "test_abort");
+  MPI_Finalize();
+  return failed;
+}
