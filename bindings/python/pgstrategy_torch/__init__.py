@@ -117,6 +117,23 @@ def describe(group=None, device="cpu"):
     return group._get_backend(torch.device(device)).describe(torch.device(device).type)
 
 
+def abort(group=None):
+    """Aborts a pgstrategy group on this rank, from any thread (``group.abort()``
+    does the same): calls in flight on it raise within a fraction of a second,
+    later calls raise, and ``destroy_process_group(group)`` frees what is local
+    without waiting for peers. Peers are not told; each stops at its own abort or
+    timeout (torchft's ``abort``)."""
+    (group if group is not None else dist.group.WORLD).abort()
+
+
+def errored(group=None):
+    """The group's first failure (an operation that failed, or the abort) as a
+    ``torch.distributed.DistBackendError``, or None (torchft's ``errored``)."""
+    group = group if group is not None else dist.group.WORLD
+    message = group._get_backend(torch.device("cpu")).error()
+    return dist.DistBackendError(message) if message else None
+
+
 def backends():
     """The registered pgstrategy backends, comma-separated (plugins appear once loaded)."""
     return _C.backends()

@@ -52,7 +52,10 @@ Comm::Comm(int rank, int size, const std::vector<int64_t> &ranks, std::string ba
     close();
     raise(message);
   }
-  cpu_ = cpu;
+  {
+    std::lock_guard<std::mutex> handles(handles_);
+    cpu_ = cpu;
+  }
 
   int mpi_rank = -1, mpi_size = 0;
   MPI_Comm_rank(comm_, &mpi_rank);
@@ -84,7 +87,9 @@ pg_strategy *Comm::strategy(const c10::Device &device) {
     c10::DeviceIndex index = device.index();
     if (index < 0) index = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getDevice().index();
     if (!cuda_) {
-      cuda_ = create("cuda:" + std::to_string(index));
+      pg_strategy *cuda = create("cuda:" + std::to_string(index));
+      std::lock_guard<std::mutex> handles(handles_);
+      cuda_ = cuda;
       cuda_index_ = index;
     } else if (index != cuda_index_) {
       raise(c10::str("pgstrategy: a group runs on one GPU per process, cuda:", static_cast<int>(cuda_index_),
@@ -98,12 +103,34 @@ pg_strategy *Comm::strategy(const c10::Device &device) {
 void Comm::close() {
   if (closed_) return;
   closed_ = true;
-  pg_strategy_destroy(cuda_);
-  pg_strategy_destroy(cpu_);
-  cuda_ = cpu_ = nullptr;
+  pg_strategy *cuda = nullptr, *cpu = nullptr;
+  {
+    std::lock_guard<std::mutex> handles(handles_);
+    std::swap(cuda, cuda_);
+    std::swap(cpu, cpu_);
+  }
+  pg_strategy_destroy(cuda);
+  pg_strategy_destroy(cpu);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+void Comm::abort() {
+  record_error("pgstrategy: the group was aborted (ProcessGroup.abort)");
+  std::lock_guard<std::mutex> handles(handles_);
+  for (pg_strategy *s : {cpu_, cuda_})
+    if (s) pg_strategy_abort(s);
+}
+
+void Comm::record_error(const std::string &message) {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  if (error_.empty()) error_ = message;
+}
+
+std::string Comm::error() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return error_;
 }
 
 std::string Comm::describe(const c10::Device &device) {

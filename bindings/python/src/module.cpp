@@ -96,6 +96,8 @@ PYBIND11_MODULE(_C, m) {
       .def("describe", &ProcessGroup::describe, py::arg("device") = "cpu",
            "pg_strategy_describe of the group's strategy for the device: backend and why, layout",
            py::call_guard<py::gil_scoped_release>())
+      .def("error", &ProcessGroup::error,
+           "The message of the group's first failed operation, or of its abort; '' when none")
       // torch asks the ranks outside a new subgroup to take part in the
       // parent's split; subgroups are made over their members only (split).
       .def("perform_nocolor_split", [](ProcessGroup &, const py::object &) {}, py::arg("device"),

@@ -43,6 +43,12 @@ void ProcessGroup::shutdown() {
   comm_->close();
 }
 
+void ProcessGroup::abort() { comm_->abort(); }
+
+c10d::ErrorType ProcessGroup::getError() {
+  return comm_->error().empty() ? c10d::ErrorType::SUCCESS : c10d::ErrorType::COMM_ERROR;
+}
+
 std::string ProcessGroup::describe(const std::string &device) {
   std::lock_guard<std::mutex> lock(comm_->mutex);
   return comm_->describe(c10::Device(device));

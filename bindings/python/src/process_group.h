@@ -51,8 +51,15 @@ class Comm {
   pg_strategy *strategy(const c10::Device &device);
   // Whether the backend serves CPU tensors (false: a backend for CUDA only).
   bool serves_cpu() const { return no_cpu_.empty(); }
-  // Destroys the strategies (collective; under `mutex`). Later calls throw.
+  // Destroys the strategies (collective; under `mutex`; local after abort).
+  // Later calls throw.
   void close();
+  // pg_strategy_abort of the strategies, from any thread and without `mutex`
+  // (a thread waiting for a work holds it): the waits end with PG_ERR_ABORTED.
+  void abort();
+  // The first failure of an operation of the group, or the abort: "" when none.
+  void record_error(const std::string &message);
+  std::string error() const;
   // pg_strategy_describe of the strategy for "cpu" or "cuda" (made if needed).
   std::string describe(const c10::Device &device);
 
@@ -61,11 +68,15 @@ class Comm {
 
   MPI_Comm comm_ = MPI_COMM_NULL;  // MPI_COMM_WORLD, or the group's own (freed at close)
   std::string backend_;
+  // Written under `mutex` and `handles_`, read by abort under `handles_` alone.
   pg_strategy *cpu_ = nullptr;
   std::string no_cpu_;             // why there is no CPU strategy (a CUDA-only backend)
   pg_strategy *cuda_ = nullptr;
   c10::DeviceIndex cuda_index_ = -1;
   bool closed_ = false;
+  std::mutex handles_;             // the strategy pointers, for abort
+  mutable std::mutex error_mutex_;
+  std::string error_;
 };
 
 // What an operation hands to the library: the call itself (w == nullptr: the
@@ -142,6 +153,14 @@ class ProcessGroup final : public c10d::Backend {
                                           const c10::intrusive_ptr<c10d::Backend::Options> &opts) override;
   // torch.distributed.destroy_process_group: the strategies go now.
   void shutdown() override;
+  // ProcessGroup.abort (torchft's abort): pg_strategy_abort of the group's
+  // strategies from any thread; calls in flight raise, later ones too, and
+  // shutdown frees what is local. Peers are not told.
+  void abort() override;
+  // COMM_ERROR once an operation failed or the group was aborted.
+  c10d::ErrorType getError() override;
+  // The first failure's message ("" when none): what errored() reports.
+  std::string error() const { return comm_->error(); }
   std::string describe(const std::string &device);
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,

@@ -50,6 +50,7 @@ Work::Released Work::settle(pg_status st, const std::string &error) {
       error_ = std::current_exception();
     }
   } else {
+    comm_->record_error(error);
     error_ = error_of(error);
   }
   pg_work_free(pending_);
