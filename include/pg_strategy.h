@@ -178,8 +178,10 @@ PG_API pg_status pg_strategy_destroy(pg_strategy *s);
 /** Abort a strategy on this rank. Callable from any thread, also while another
  * thread is blocked in a call on `s` (as ncclCommAbort): every call in flight
  * on `s` on this rank returns PG_ERR_ABORTED within a bounded time (a fraction
- * of a second; a custom backend's blocking operation returns when the backend
- * returns), and so do pg_work_wait and pg_work_test on its unfinished works.
+ * of a second), and so do pg_work_wait and pg_work_test on its unfinished
+ * works. Not ended: a custom backend's blocking operation (it returns when the
+ * backend returns), the mpi backend's blocking point-to-point calls, and its
+ * blocking collectives under PGS_MPI_WAIT=block (docs/env.md).
  * `s` is then poisoned: later calls return PG_ERR_STATE, the local queries
  * still answer, and pg_strategy_destroy frees what it can without talking to
  * peers (it never blocks; the backends' communicators and shared memory are

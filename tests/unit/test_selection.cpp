@@ -42,10 +42,11 @@ TEST(Selection, Precedence) {
 TEST(Status, EveryValueHasItsName) {
   const char *names[] = {"PG_OK", "PG_ERR_INVALID_ARGUMENT", "PG_ERR_UNKNOWN_BACKEND", "PG_ERR_UNSUPPORTED",
                          "PG_ERR_UNAVAILABLE", "PG_ERR_BACKEND", "PG_ERR_TIMEOUT", "PG_ERR_MISMATCH",
-                         "PG_ERR_PLUGIN", "PG_ERR_STATE", "PG_ERR_NO_MEMORY", "PG_ERR_INTERNAL"};
-  for (int i = 0; i <= PG_ERR_INTERNAL; ++i) EXPECT_STREQ(pg_status_name(pg_status(i)), names[i]);
+                         "PG_ERR_PLUGIN", "PG_ERR_STATE", "PG_ERR_NO_MEMORY", "PG_ERR_INTERNAL",
+                         "PG_ERR_ABORTED"};
+  for (int i = 0; i <= PG_ERR_ABORTED; ++i) EXPECT_STREQ(pg_status_name(pg_status(i)), names[i]);
   EXPECT_STREQ(pg_status_name(pg_status(-1)), "PG_STATUS_UNKNOWN");
-  EXPECT_STREQ(pg_status_name(pg_status(12)), "PG_STATUS_UNKNOWN");
+  EXPECT_STREQ(pg_status_name(pg_status(13)), "PG_STATUS_UNKNOWN");
 }
 
 TEST(Status, LastErrorIsPerThreadAndKeptOnSuccess) {

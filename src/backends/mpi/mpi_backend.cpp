@@ -62,6 +62,7 @@ class BlockType {
 // The settings of the mpi backend.
 struct MpiSettings final : public BackendSettings {
   std::size_t chunk = INT_MAX;  // PGS_MPI_CHUNK_COUNT
+  bool block = false;           // PGS_MPI_WAIT=block
   std::vector<std::string> given;
 
   params::Listings list() const override;
@@ -77,6 +78,17 @@ const params::Param<MpiSettings> kRows[] = {
        return PG_OK;
      },
      [](const MpiSettings &s) { return std::to_string(s.chunk); }},
+    // MPI matches a blocking collective with a blocking one only: ranks agree.
+    {"PGS_MPI_WAIT", "poll",
+     "poll: blocking calls are issued nonblocking and polled, so pg_strategy_abort ends them; block: MPI's "
+     "blocking calls (faster for small messages; abort cannot end them)",
+     [](const char *n, const char *v, MpiSettings *s) {
+       int mode = 0;
+       PG_CHECK(params::parse_choice(n, v, {"poll", "block"}, &mode));
+       s->block = mode == 1;
+       return PG_OK;
+     },
+     [](const MpiSettings &s) { return std::string(s.block ? "block" : "poll"); }},
 };
 
 params::Listings MpiSettings::list() const { return params::list_rows(kRows, *this); }
@@ -112,35 +124,32 @@ struct BlockChunk {
 
 class MpiBackend final : public Backend {
  public:
-  MpiBackend(const pg_backend_context &ctx, std::size_t chunk) : g_{ctx.comm, ctx.rank, ctx.size, chunk} {}
+  MpiBackend(const pg_backend_context &ctx, const MpiSettings &settings)
+      : g_{ctx.comm, ctx.rank, ctx.size, settings.chunk}, block_(settings.block) {}
 
   bool implements(Coll) const override { return true; }
 
-  // A blocking call is issued nonblocking and polled (util/poll.h): MPI cannot
-  // interrupt a blocking call, and pg_strategy_abort from another thread must
-  // end the wait.
+  // PGS_MPI_WAIT=poll (the default): a blocking call is issued nonblocking and
+  // polled (util/poll.h), because MPI cannot interrupt a blocking call and
+  // pg_strategy_abort from another thread must end the wait. block: MPI's own
+  // blocking calls, faster for small messages (MPICH's nonblocking algorithms
+  // cost more: docs/performance.md), which abort cannot end.
   pg_status run(const CollArgs &a) override {
-    // The hot path of data-parallel training, a plain allreduce, goes straight
-    // to MPI, with no allocation; everything else through `issue`.
-    if (a.coll == Coll::allreduce && a.count <= g_.chunk && a.op != PG_AVG) {
-      MPI_Op op = MPI_OP_NULL;
-      PG_CHECK(operation(a.dtype, a.op, &op));
-      MPI_Request request = MPI_REQUEST_NULL;
-      PG_MPI_CHECK(MPI_Iallreduce(a.in_place ? MPI_IN_PLACE : a.send, a.recv, static_cast<int>(a.count),
-                                  datatype(a.dtype), op, g_.comm, &request));
-      bool done = false;
-      return poll(
-          [&request](bool *d) {
-            int flag = 0;
-            PG_MPI_CHECK(MPI_Test(&request, &flag, MPI_STATUS_IGNORE));
-            *d = flag != 0;
-            return PG_OK;
-          },
-          Until{}, &done);
-    }
+    // The hot paths, a plain allreduce (data-parallel training) and broadcast,
+    // go straight to MPI, with no allocation; everything else through `issue`.
+    if (a.count <= g_.chunk && ((a.coll == Coll::allreduce && a.op != PG_AVG) || a.coll == Coll::broadcast))
+      return one_call(a);
+    // Point-to-point stays blocking: MPICH 4.0.2 reports a truncated receive
+    // that MPI_Test completes to MPI_COMM_WORLD's error handler, which ends the
+    // job, and a blocking receive's to the communicator's, a status. An abort
+    // does not end it (include/pg_strategy.h).
+    if (a.coll == Coll::sendrecv) return sendrecv_blocking(a);
+    const bool nonblocking = !block_ && !is_point_to_point(a.coll);
     Pending done;
-    PG_CHECK(issue(a, Issue{done, true}));
-    return done.wait();
+    PG_CHECK(issue(a, Issue{done, nonblocking}));
+    if (nonblocking) return done.wait();
+    done.finish_now();
+    return PG_OK;
   }
 
   pg_status start(const CollArgs &a, std::unique_ptr<Request> *out) override {
@@ -151,6 +160,33 @@ class MpiBackend final : public Backend {
   }
 
  private:
+  // allreduce or broadcast as one MPI call.
+  pg_status one_call(const CollArgs &a) {
+    const MPI_Datatype type = datatype(a.dtype);
+    const int n = static_cast<int>(a.count);
+    const bool allreduce = a.coll == Coll::allreduce;
+    MPI_Op op = MPI_OP_NULL;
+    if (allreduce) PG_CHECK(operation(a.dtype, a.op, &op));
+    const void *send = a.in_place ? MPI_IN_PLACE : a.send;
+    if (block_) {
+      PG_MPI_CHECK(allreduce ? MPI_Allreduce(send, a.recv, n, type, op, g_.comm)
+                             : MPI_Bcast(a.recv, n, type, a.root, g_.comm));
+      return PG_OK;
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    PG_MPI_CHECK(allreduce ? MPI_Iallreduce(send, a.recv, n, type, op, g_.comm, &request)
+                           : MPI_Ibcast(a.recv, n, type, a.root, g_.comm, &request));
+    bool done = false;
+    return poll(
+        [&request](bool *d) {
+          int flag = 0;
+          PG_MPI_CHECK(MPI_Test(&request, &flag, MPI_STATUS_IGNORE));
+          *d = flag != 0;
+          return PG_OK;
+        },
+        Until{}, &done);
+  }
+
   pg_status issue(const CollArgs &a, Issue io) {
     switch (a.coll) {
       case Coll::allreduce:
@@ -320,7 +356,23 @@ class MpiBackend final : public Backend {
     return PG_OK;
   }
 
+  // Chunked sendrecv posts every piece at once, so unequal chunk counts on the
+  // two sides cannot deadlock.
+  pg_status sendrecv_blocking(const CollArgs &a) {
+    if (a.count <= g_.chunk && a.recv_count <= g_.chunk) {
+      const MPI_Datatype type = datatype(a.dtype);
+      PG_MPI_CHECK(MPI_Sendrecv(a.send, static_cast<int>(a.count), type, a.peer, a.tag, a.recv,
+                                static_cast<int>(a.recv_count), type, a.source, a.tag, g_.comm,
+                                MPI_STATUS_IGNORE));
+      return PG_OK;
+    }
+    std::unique_ptr<Request> request;
+    PG_CHECK(start(a, &request));
+    return request->wait();
+  }
+
   Group g_;
+  bool block_;  // PGS_MPI_WAIT=block
 };
 
 }  // namespace
@@ -331,7 +383,7 @@ BackendEntry entry() {
   e.devices = PG_DEVICE_CPU;
   e.read_settings = read_settings;
   e.make = [](const MakeArgs &args, std::unique_ptr<Backend> *out) -> pg_status {
-    *out = std::make_unique<MpiBackend>(args.ctx, args.settings_of<MpiSettings>("mpi").chunk);
+    *out = std::make_unique<MpiBackend>(args.ctx, args.settings_of<MpiSettings>("mpi"));
     return PG_OK;
   };
   return e;
