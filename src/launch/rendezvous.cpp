@@ -59,6 +59,11 @@ void Server::close_in_child() {
   }
 }
 
+bool Server::send_to(int fd, const std::string &data) {
+  bytes_sent_ += data.size();
+  return send_all(fd, data);
+}
+
 void Server::start() {
   thread_ = std::thread(&Server::run, this);
   thread_.detach();
@@ -77,7 +82,7 @@ void Server::close_peer(Peer &p) {
 }
 
 void Server::refuse(Peer &p, const std::string &why, const std::string &reply) {
-  if (!reply.empty()) send_all(p.fd, frame({"REFUSED", std::to_string(PG_ERR_INVALID_ARGUMENT), reply}));
+  if (!reply.empty()) send_to(p.fd, frame({"REFUSED", std::to_string(PG_ERR_INVALID_ARGUMENT), reply}));
   if (refusals_ < kRefusalsShown) {
     // Printed whatever PGS_LOG says: someone reached the job's rendezvous who is not of the job.
     log::write(params::LogLevel::warn, "bootstrap: refused a connection from %s to the rendezvous at %s: %s%s",
@@ -104,7 +109,7 @@ void Server::accept_one() {
   p->nonce = random_hex(16);
   p->hello_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(kHelloSeconds));
-  if (p->nonce.empty() || !send_all(fd, frame({"HELLO", kProtocol, p->nonce}))) {
+  if (p->nonce.empty() || !send_to(fd, frame({"HELLO", kProtocol, p->nonce}))) {
     ::close(fd);
     return;
   }
@@ -140,7 +145,7 @@ void Server::on_hello(Peer &p, const Fields &f) {
   p.joined = true;  // one of the job's processes: it hears how the job ends
   p.rank = rank;
   if (failed_) {
-    send_all(p.fd, failure_);
+    send_to(p.fd, failure_);
     close_peer(p);
     ++heard_;
     return;
@@ -165,12 +170,12 @@ void Server::on_hello(Peer &p, const Fields &f) {
   fds_[rank] = p.fd;
   ++joined_;
   p.reader.set_limit(kMaxFrame);
-  send_all(p.fd, frame({"WELCOME", proof(secret_, "welcome", f[2], p.nonce, f[4])}));
+  send_to(p.fd, frame({"WELCOME", proof(secret_, "welcome", f[2], p.nonce, f[4])}));
   if (joined_ < size_) return;
   Fields ready = {"READY", std::to_string(size_), kvsname_};
   for (Peer *q : rank_peer_) ready.push_back(q->host);
   const std::string message = frame(ready);
-  for (Peer *q : rank_peer_) send_all(q->fd, message);
+  for (Peer *q : rank_peer_) send_to(q->fd, message);
   ready_ = true;
   fds_[size_] = -1;
   ::close(listen_fd_);
@@ -212,7 +217,7 @@ void Server::on_frame(Peer &p, const Fields &f) {
     }
     const std::string message = frame(out);
     for (Peer *q : rank_peer_)
-      if (!q->closed) send_all(q->fd, message);
+      if (!q->closed) send_to(q->fd, message);
     in_barrier_ = 0;
     ++epoch_;
     return;
@@ -245,7 +250,7 @@ void Server::fail_all(int status, const std::string &message) {
   }
   for (auto &p : peers_)
     if (p->joined && !p->closed) {
-      send_all(p->fd, failure_);
+      send_to(p->fd, failure_);
       close_peer(*p);
       ++heard_;
     }
@@ -276,7 +281,7 @@ void Server::end_all(int code, const std::string &message) {
   std::vector<pollfd> fds;
   for (auto &p : peers_)
     if (p->joined && !p->closed) {
-      send_all(p->fd, out);
+      send_to(p->fd, out);
       shutdown(p->fd, SHUT_WR);
       // Rank 0's own process waits for this drain before it exits: not awaited.
       if (p->rank != 0) fds.push_back(pollfd{p->fd, POLLIN, 0});

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +47,8 @@ class Server {
   // In a child forked from rank 0: closes its copies of the members'
   // connections, so that they still notice when rank 0 dies.
   void close_in_child();
+  // Bytes this rendezvous has sent its peers (the benchmark reads them).
+  std::uint64_t bytes_sent() const { return bytes_sent_.load(); }
 
  private:
   struct Peer {
@@ -58,6 +61,7 @@ class Server {
   };
 
   void run();
+  bool send_to(int fd, const std::string &data);
   void accept_one();
   void on_hello(Peer &p, const Fields &f);
   void on_frame(Peer &p, const Fields &f);
@@ -91,6 +95,7 @@ class Server {
   int in_barrier_ = 0;
   std::vector<std::vector<std::string>> barrier_puts_;
   int refusals_ = 0;
+  std::atomic<std::uint64_t> bytes_sent_{0};
 
   std::mutex mutex_;
   std::condition_variable changed_;
