@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -111,6 +112,18 @@ pg_status join_at(int rank, int size, const Address &at, const std::string &what
   return PG_OK;
 }
 
+// Rank 0: serves the job's rendezvous on the listening socket `fd`, from a thread.
+pg_status serve_rendezvous(int fd, int size, const std::string &secret, const Settings &settings,
+                           const std::string &shown) {
+  auto server = std::make_unique<Server>(fd, size, secret, settings.timeout_s, settings.exit_timeout_s, shown);
+  if (server->start() != PG_OK) {
+    ::close(fd);
+    return PG_ERR_INTERNAL;
+  }
+  g_server = server.release();
+  return PG_OK;
+}
+
 pg_status refuse_open_mpi(int size) {
 #if defined(OMPI_MAJOR_VERSION)
   return fail(PG_ERR_UNSUPPORTED,
@@ -144,8 +157,7 @@ pg_status join_through_agent_store(const Job &job, const Settings &settings) {
     std::string note;
     PG_CHECK(listen_on(at, "the bootstrap's address", &fd, &port, &note));
     at.port = port;
-    g_server = new Server(fd, job.size, secret, settings.timeout_s, at.text());
-    g_server->start();
+    PG_CHECK(serve_rendezvous(fd, job.size, secret, settings, at.text()));
     published = at.text() + " " + secret;
     PG_CHECK(store_set(store, key, published, settings.timeout_s));
   } else {
@@ -200,8 +212,7 @@ pg_status before_mpi_init() {
       PG_LOG(info, "bootstrap: no PGS_BOOTSTRAP_SECRET: the rendezvous at %s admits any process that knows its "
                    "address and the job's size",
              at.text().c_str());
-    g_server = new Server(fd, job.size, secret, settings.timeout_s, what + "=" + at.text());
-    g_server->start();
+    PG_CHECK(serve_rendezvous(fd, job.size, secret, settings, what + "=" + at.text()));
   }
   const std::string origin = job.torchrun ? "torchrun" : "RANK/WORLD_SIZE";
   const std::string hint = job.torchrun ? " (under torchrun, MASTER_PORT is the agent's store: set "
@@ -236,8 +247,7 @@ pg_status listen(int size, const std::string &host, const std::string &secret, s
   PG_CHECK(listen_on(at, settings.has_addr ? "PGS_BOOTSTRAP_ADDR" : "the bootstrap's address", &fd, &port, &note));
   if (!note.empty()) PG_LOG(info, "bootstrap: %s", note.c_str());
   const Address shown{at.host, port};
-  g_server = new Server(fd, size, secret, settings.timeout_s, shown.text());
-  g_server->start();
+  PG_CHECK(serve_rendezvous(fd, size, secret, settings, shown.text()));
   *address = shown.text();
   return PG_OK;
 }

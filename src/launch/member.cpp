@@ -51,6 +51,16 @@ pg_status failed(pg_status st, const std::string &message, std::string *why) {
 
 }  // namespace
 
+bool Member::send(const Fields &f, std::string *error) {
+  std::string bytes, why;
+  if (!frame(f, &bytes, &why)) {
+    if (error) *error = why;
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(send_mutex);
+  return send_all(tcp, bytes);
+}
+
 pg_status greet(Member &m, const std::string &secret, const std::string &shown, const std::string &hint,
                 Clock::time_point deadline, std::string *why) {
   m.reader = FrameReader(kMaxHelloFrame);
@@ -92,14 +102,14 @@ pg_status await_ready(Member &m, const std::string &shown, double timeout_s, std
   std::string error;
   const int got = read_frame(m.tcp, m.reader, after(timeout_s + kHelloSeconds), &f, &error);
   if (got == 1 && f[0] == "FAIL" && f.size() >= 3) return refused(f, why);
-  if (got <= 0 || f[0] != "READY" || f.size() != static_cast<std::size_t>(m.size) + 3)
+  if (got <= 0 || f[0] != "READY" || f.size() != 4)
     return failed(PG_ERR_STATE,
                   "the rendezvous at " + shown + " did not report the job complete (" +
                       (got == 0 ? "no word within PGS_BOOTSTRAP_TIMEOUT" : got < 0 ? error : "an odd answer") + ")",
                   why);
   // What came after READY (the news of a death) stays in m.reader, for the relay.
   m.kvsname = f[2].substr(0, kPmiKvsnameMax);
-  m.hosts.assign(f.begin() + 3, f.end());
+  m.rank0_host = f[3].substr(0, 255);
   return PG_OK;
 }
 

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "launch/net.h"
 #include "launch/pmi.h"
@@ -28,7 +27,7 @@ struct Member {
   int pmi_client = -1;  // MPI's end (PMI_FD)
   Address at;
   std::string what, origin, kvsname;
-  std::vector<std::string> hosts;
+  std::string rank0_host;  // for the message should rank 0 die
   FrameReader reader{kMaxFrame};
   PmiSession *session = nullptr;
   long epoch = 0;
@@ -36,10 +35,9 @@ struct Member {
   std::mutex send_mutex;
   std::atomic<bool> exiting{false}, finalized{false}, aborting{false};
 
-  bool send(const Fields &f) {
-    std::lock_guard<std::mutex> lock(send_mutex);
-    return send_all(tcp, frame(f));
-  }
+  // Sends `f` to the rendezvous. False when the connection is gone, or when
+  // the frame would exceed kMaxFrame: then nothing is sent and *error says so.
+  bool send(const Fields &f, std::string *error = nullptr);
 };
 
 // On the connection m.tcp: greets the rendezvous (`shown` names it in

@@ -250,7 +250,7 @@ int run_one(int n, const Options &o) {
     die(pg::last_error());
   const Address at{"127.0.0.1", port};
   const std::string secret = random_hex(32);
-  auto *server = new Server(listen_fd, n, secret, kTimeoutSeconds, at.text());
+  auto *server = new Server(listen_fd, n, secret, kTimeoutSeconds, kTimeoutSeconds, at.text());
   std::vector<Member *> members;
   for (int r = 0; r < n; ++r) {
     members.push_back(new Member);
@@ -259,13 +259,14 @@ int run_one(int n, const Options &o) {
     members.back()->at = at;
   }
   const auto start = std::chrono::steady_clock::now();
-  server->start();
+  if (server->start() != PG_OK) die(pg::last_error());
   join_all(members, at, secret);
+  const double join = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   exchange(members, o);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double bytes = static_cast<double>(server->bytes_sent());
   const double ratio = bytes / (double(n) * o.card);
-  std::printf("%8d %9.3f %14.0f %10.2f\n", n, wall, bytes, ratio);
+  std::printf("%8d %9.3f %9.3f %14.0f %14.2f\n", n, wall, join, bytes, ratio);
   std::fflush(stdout);
   if (o.max_ratio > 0 && ratio > o.max_ratio) {
     std::fprintf(stderr,
@@ -284,7 +285,7 @@ int main(int argc, char **argv) {
   if (!parse_options(argc, argv, &o)) return 2;
   std::printf("# rendezvous: join + 2 barriers, card %d B, %d get(s) of neighbours' cards per member\n", o.card,
               o.gets);
-  std::printf("%8s %9s %14s %10s\n", "members", "wall_s", "rank0_bytes", "bytes/(P*card)");
+  std::printf("%8s %9s %9s %14s %14s\n", "members", "wall_s", "join_s", "rank0_bytes", "bytes/(P*card)");
   std::fflush(stdout);
   int status = 0;
   for (int n : o.members) {

@@ -84,18 +84,40 @@ TEST(LaunchPmi, ServesTheDialogue) {
   EXPECT_EQ(reply(s, "cmd=initack pmiid=1"), "cmd=initack rc=0\ncmd=set size=3\ncmd=set rank=1\ncmd=set debug=0\n");
   EXPECT_EQ(reply(s, "cmd=put kvsname=kvs_x key=mine value=1"), "cmd=put_result rc=0\n");
   EXPECT_EQ(reply(s, "cmd=get kvsname=kvs_x key=mine"), "cmd=get_result rc=0 found=TRUE value=1\n");
-  EXPECT_EQ(reply(s, "cmd=get kvsname=kvs_x key=theirs").rfind("cmd=get_result rc=-1", 0), 0u);
-  // A barrier: this rank's puts go out, everyone's come back.
+  // Before the first barrier nothing of the others' is visible: answered here
+  // (MPICH's PMI_process_mapping), without asking rank 0.
+  EXPECT_EQ(reply(s, "cmd=get kvsname=kvs_x key=theirs"), "cmd=get_result rc=-1 found=FALSE msg=key_theirs_not_found\n");
+  // A barrier: this rank's puts go to rank 0, which keeps everyone's.
   PmiSession::Step b = s.on_line("cmd=barrier_in");
   EXPECT_EQ(b.then, PmiSession::Step::Then::barrier);
   EXPECT_EQ(b.reply, "");
-  KeyValues mine = s.take_puts();
-  ASSERT_EQ(mine.size(), 1u);
-  EXPECT_EQ(mine[0].first, "mine");
+  ASSERT_EQ(s.barrier_puts().size(), 1u);
+  EXPECT_EQ(s.barrier_puts()[0].first, "mine");
   EXPECT_EQ(reply(s, "cmd=barrier_in").rfind("cmd=barrier_out rc=-1", 0), 0u);  // twice
-  EXPECT_EQ(s.barrier_done({{"theirs", "2"}, {"mine", "1"}}), "cmd=barrier_out rc=0\n");
+  EXPECT_EQ(s.barrier_done(), "cmd=barrier_out rc=0\n");
+  EXPECT_TRUE(s.barrier_puts().empty());
+  // After it, a get is rank 0's to answer (once per key until the next barrier).
+  auto fetches = [&](const std::string &key) {
+    PmiSession::Step g = s.on_line("cmd=get kvsname=kvs_x key=" + key);
+    EXPECT_EQ(g.then, PmiSession::Step::Then::fetch) << key;
+    EXPECT_EQ(g.reply, "") << key;
+    EXPECT_EQ(g.key, key);
+  };
+  fetches("theirs");
+  EXPECT_EQ(s.fetched("theirs", true, "2"), "cmd=get_result rc=0 found=TRUE value=2\n");
   EXPECT_EQ(reply(s, "cmd=get kvsname=kvs_x key=theirs"), "cmd=get_result rc=0 found=TRUE value=2\n");
-  EXPECT_TRUE(s.take_puts().empty());
+  fetches("mine");  // another rank may have put it in the same barrier
+  EXPECT_EQ(s.fetched("mine", true, "1"), "cmd=get_result rc=0 found=TRUE value=1\n");
+  fetches("nothing");
+  EXPECT_EQ(s.fetched("nothing", false, ""), "cmd=get_result rc=-1 found=FALSE msg=key_nothing_not_found\n");
+  EXPECT_EQ(reply(s, "cmd=get kvsname=kvs_x key=nothing"), "cmd=get_result rc=-1 found=FALSE msg=key_nothing_not_found\n");
+  // A later barrier may replace any of them: asked again.
+  EXPECT_EQ(s.on_line("cmd=barrier_in").then, PmiSession::Step::Then::barrier);
+  EXPECT_TRUE(s.barrier_puts().empty());
+  EXPECT_EQ(s.barrier_done(), "cmd=barrier_out rc=0\n");
+  fetches("theirs");
+  fetches("nothing");
+  EXPECT_EQ(s.barriers(), 2);
   PmiSession::Step a = s.on_line("cmd=abort exitcode=7 message=bad things");
   EXPECT_EQ(a.then, PmiSession::Step::Then::abort);
   EXPECT_EQ(a.exit_code, 7);
@@ -123,6 +145,15 @@ TEST(LaunchPmi, RefusesWithRcMinusOne) {
   refused("cmd=lookup_name service=s", "lookup_result");
   refused("cmd=frobnicate", "frobnicate_result");
   refused("cmd=\x01\x02", "error");
+  // A barrier that could not be carried (its puts too large for one frame):
+  // rc=-1, the puts kept for the next one.
+  EXPECT_EQ(reply(s, "cmd=put kvsname=kvs_x key=a value=1"), "cmd=put_result rc=0\n");
+  EXPECT_EQ(s.on_line("cmd=barrier_in").then, PmiSession::Step::Then::barrier);
+  const std::string failed = s.barrier_failed("the puts make a frame of 70000000 bytes");
+  EXPECT_EQ(failed, "cmd=barrier_out rc=-1 msg=the_puts_make_a_frame_of_70000000_bytes\n");
+  EXPECT_EQ(s.on_line("cmd=barrier_in").then, PmiSession::Step::Then::barrier);
+  ASSERT_EQ(s.barrier_puts().size(), 1u);
+  EXPECT_EQ(s.barrier_done(), "cmd=barrier_out rc=0\n");
   EXPECT_EQ(s.on_overlong_line().reply.rfind("cmd=error rc=-1", 0), 0u);
   // spawn comes as several lines, refused at its end.
   EXPECT_EQ(reply(s, "mcmd=spawn"), "");
@@ -131,9 +162,16 @@ TEST(LaunchPmi, RefusesWithRcMinusOne) {
   EXPECT_EQ(reply(s, "cmd=get_appnum"), "cmd=appnum appnum=0 rc=0\n");
 }
 
+std::string framed(const Fields &f) {
+  std::string out, error;
+  EXPECT_TRUE(frame(f, &out, &error)) << error;
+  return out;
+}
+
 TEST(LaunchWire, FramesRoundTripAndAreBounded) {
   FrameReader r(kMaxHelloFrame);
-  const std::string a = frame({"BARRIER", "0", "k", "v\nw"}), b = frame({"BYE"});
+  const std::string a = framed({"BARRIER", "0", "k", "v\nw"}), b = framed({"BYE"});
+  EXPECT_EQ(b, std::string("\0\0\0\0\0\0\0\x03" "BYE", 11));  // an 8-byte big-endian length
   const std::string both = a + b;
   Fields f;
   std::string error;
@@ -146,10 +184,26 @@ TEST(LaunchWire, FramesRoundTripAndAreBounded) {
   ASSERT_EQ(r.next(&f, &error), 1);
   EXPECT_EQ(f, (Fields{"BYE"}));
   EXPECT_EQ(r.next(&f, &error), 0);
-  const std::string huge("\x00\x10\x00\x00", 4);  // 1 MiB announced before the secret is proved
+  const std::string huge("\0\0\0\0\0\x10\0\0", 8);  // 1 MiB announced before the secret is proved
   r.feed(huge.data(), huge.size());
   EXPECT_EQ(r.next(&f, &error), -1);
-  EXPECT_NE(error.find("above the limit"), std::string::npos) << error;
+  EXPECT_EQ(error, "a frame of 1048576 bytes, above the limit of 4096 bytes (4 KiB)");
+  // Lengths beyond 32 bits are read whole, not cut to their low bytes.
+  FrameReader big(kMaxFrame);
+  const std::string beyond("\0\0\0\x01\0\0\0\x03" "BYE", 11);
+  big.feed(beyond.data(), beyond.size());
+  EXPECT_EQ(big.next(&f, &error), -1);
+  EXPECT_EQ(error, "a frame of 4294967299 bytes, above the limit of 67108864 bytes (64 MiB)");
+}
+
+TEST(LaunchWire, RefusesToSendAboveTheLimit) {
+  std::string out = "untouched", error;
+  EXPECT_TRUE(frame({"0123456789", "abcd"}, &out, &error, 15));  // 10 + 1 + 4 bytes: at the limit
+  EXPECT_EQ(out.size(), 8u + 15u);
+  out = "untouched";
+  EXPECT_FALSE(frame({"0123456789", "abcde"}, &out, &error, 15));
+  EXPECT_EQ(error, "a frame of 16 bytes, above the limit of 15 bytes (15 B)");
+  EXPECT_EQ(out, "untouched");
 }
 
 TEST(LaunchNet, ParsesAddresses) {
@@ -262,7 +316,7 @@ TEST(LaunchSettings, ParseAndHideTheSecret) {
   EXPECT_EQ(pg::last_error().find("short-secret"), std::string::npos) << "the value is repeated";
   EXPECT_EQ(parse_secret("PGS_BOOTSTRAP_SECRET", "0123456789 abcdef", &secret), PG_ERR_INVALID_ARGUMENT);
   Settings s;
-  s.given = {"", "a-real-secret-value", ""};
+  s.given = {"", "", "a-real-secret-value", ""};
   for (const pg::params::Listing &l : s.list())
     if (l.name == "PGS_BOOTSTRAP_SECRET") EXPECT_EQ(l.given, "(set, not shown)");
 }
