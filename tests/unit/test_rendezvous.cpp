@@ -206,18 +206,16 @@ TEST(LaunchRendezvous, ExitWaitIsBounded) {
       << log;
 }
 
-// A member's relay whose rendezvous announces a frame of 1 TiB.
-void serve_an_oversized_frame() {
-  int tcp[2], pmi[2];
-  socketpair(AF_UNIX, SOCK_STREAM, 0, tcp);
+// A member's relay whose rendezvous (the other end of `tcp`) announced a frame of 1 TiB.
+void serve_an_oversized_frame(int tcp) {
+  int pmi[2];
   socketpair(AF_UNIX, SOCK_STREAM, 0, pmi);
   Member m;
-  m.tcp = tcp[0];
+  m.tcp = tcp;
   m.pmi = pmi[0];
   m.pmi_client = pmi[1];
   m.at = Address{"127.0.0.1", 29500};
   m.session = new PmiSession(1, 2, "kvs");
-  send_all(tcp[1], std::string("\0\0\x01\0\0\0\0\0", 8));
   serve(&m);
 }
 
@@ -229,10 +227,25 @@ void reject_a_frame() {
 }
 
 TEST(LaunchRendezvousDeathTest, AMemberThatRejectsAFrameSaysWhy) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(serve_an_oversized_frame(), testing::ExitedWithCode(1),
+  // Forked, not re-run: what the member sends its rendezvous comes back here.
+  GTEST_FLAG_SET(death_test_style, "fast");
+  int tcp[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, tcp), 0);
+  ASSERT_TRUE(send_all(tcp[1], std::string("\0\0\x01\0\0\0\0\0", 8)));
+  EXPECT_EXIT(serve_an_oversized_frame(tcp[0]), testing::ExitedWithCode(1),
               "could not read what the job's rendezvous at 127.0.0.1:29500 sent it \\(a frame of 1099511627776 bytes, "
               "above the limit of 67108864 bytes \\(64 MiB\\)\\); the job ends");
+  // Rank 0 heard why, before the member ended.
+  ::close(tcp[0]);
+  FrameReader reader(kMaxFrame);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(tcp[1], buf, sizeof buf)) > 0) reader.feed(buf, static_cast<std::size_t>(n));
+  Fields f;
+  std::string error;
+  ASSERT_EQ(reader.next(&f, &error), 1) << error;
+  EXPECT_EQ(f, (Fields{"REJECT", "a frame of 1099511627776 bytes, above the limit of 67108864 bytes (64 MiB)"}));
+  ::close(tcp[1]);
 }
 
 TEST(LaunchRendezvousDeathTest, RankZeroSaysWhoRejectedAFrame) {
