@@ -203,6 +203,9 @@ pg_status before_mpi_init() {
   PG_CHECK(rendezvous_address(nullptr, settings, &at, &what));
   bool derived = false;
   const std::string secret = job_secret(settings, at, &derived);
+  if (secret.empty())
+    return fail(PG_ERR_INTERNAL, "the job's secret could not be derived from %s=%s: libcrypto could not compute SHA-256 (%s)",
+                what.c_str(), at.text().c_str(), crypto_error().c_str());
   if (job.rank == 0) {
     int fd = -1, port = 0;
     std::string note;

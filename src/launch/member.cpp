@@ -81,8 +81,10 @@ pg_status greet(Member &m, const std::string &secret, const std::string &shown, 
   const std::string nonce = random_hex(16);
   if (nonce.empty()) return failed(PG_ERR_INTERNAL, "the kernel gave no random bytes (getrandom)", why);
   const std::string rank = std::to_string(m.rank), size = std::to_string(m.size);
-  m.send({"JOIN", kProtocol, nonce, proof(secret, "join", server_nonce, nonce, rank + "\n" + size), rank, size,
-          host_name(), std::to_string(getpid())});
+  const std::string mine = proof(secret, "join", server_nonce, nonce, rank + "\n" + size);
+  if (mine.empty())
+    return failed(PG_ERR_INTERNAL, "libcrypto could not compute HMAC-SHA-256 (" + crypto_error() + ")", why);
+  m.send({"JOIN", kProtocol, nonce, mine, rank, size, host_name(), std::to_string(getpid())});
   got = read_frame(m.tcp, m.reader, std::min(deadline, after(kHelloSeconds)), &f, &error);
   if (got == 1 && (f[0] == "REFUSED" || f[0] == "FAIL") && f.size() >= 3) return refused(f, why);
   if (got <= 0 || f.size() != 2 || f[0] != "WELCOME")

@@ -187,6 +187,11 @@ void Server::on_hello(Peer &p, const Fields &f) {
     return;
   }
   const std::string expected = proof(secret_, "join", p.nonce, f[2], f[4] + "\n" + f[5]);
+  if (expected.empty()) {
+    const std::string why = "libcrypto could not compute HMAC-SHA-256 (" + crypto_error() + ")";
+    refuse(p, "rank 0's " + why, "the rendezvous at " + shown_ + " could not check this process's proof: " + why);
+    return;
+  }
   if (!same_secret(expected, f[3])) {
     refuse(p, "it did not prove the job's secret",
            "the rendezvous at " + shown_ +

@@ -28,21 +28,60 @@ std::string reply(PmiSession &s, const std::string &line) { return s.on_line(lin
 
 }  // namespace
 
+namespace {
+
+std::string sha256_hex(const std::string &data) {
+  Digest d{};
+  EXPECT_TRUE(sha256(data, &d)) << crypto_error();
+  return hex(d);
+}
+
+std::string hmac_hex(const std::string &key, const std::string &data) {
+  Digest d{};
+  EXPECT_TRUE(hmac_sha256(key, data, &d)) << crypto_error();
+  return hex(d);
+}
+
+}  // namespace
+
 TEST(LaunchAuth, Sha256KnownAnswers) {
-  EXPECT_EQ(hex(sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(hex(sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(hex(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+  // FIPS 180-4's examples.
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(hex(sha256(std::string(1000000, 'a'))),
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST(LaunchAuth, HmacKnownAnswers) {
-  // RFC 4231, test cases 2 and 6 (a key longer than the block).
-  EXPECT_EQ(hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
+TEST(LaunchAuth, HmacRfc4231TestCases) {
+  std::string key4;
+  for (char c = 1; c <= 25; ++c) key4 += c;
+  const std::string big_key(131, '\xaa');
+  // Case 1: a 20-byte key.
+  EXPECT_EQ(hmac_hex(std::string(20, '\x0b'), "Hi There"),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  // Case 2: a key shorter than the output.
+  EXPECT_EQ(hmac_hex("Jefe", "what do ya want for nothing?"),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
-  EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
+  // Case 3: key and data of bytes that are not text.
+  EXPECT_EQ(hmac_hex(std::string(20, '\xaa'), std::string(50, '\xdd')),
+            "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+  // Case 4: a 25-byte key of 1, 2, ..., 25.
+  EXPECT_EQ(hmac_hex(key4, std::string(50, '\xcd')),
+            "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+  // Case 5: the first 128 bits.
+  EXPECT_EQ(hmac_hex(std::string(20, '\x0c'), "Test With Truncation").substr(0, 32),
+            "a3b6167473100ee06e0c796c2955552b");
+  // Case 6: a key longer than SHA-256's block, hashed first.
+  EXPECT_EQ(hmac_hex(big_key, "Test Using Larger Than Block-Size Key - Hash Key First"),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  // Case 7: key and data both longer than the block.
+  EXPECT_EQ(hmac_hex(big_key, "This is a test using a larger than block-size key and a larger than block-size data. "
+                              "The key needs to be hashed before being used by the HMAC algorithm."),
+            "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+  // An empty key is a key of zeros, not "the last key".
+  EXPECT_EQ(hmac_hex("", ""), "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
 }
 
 TEST(LaunchAuth, ProofsDependOnEverything) {
@@ -55,6 +94,7 @@ TEST(LaunchAuth, ProofsDependOnEverything) {
   EXPECT_TRUE(same_secret("abc", "abc"));
   EXPECT_FALSE(same_secret("abc", "abd"));
   EXPECT_FALSE(same_secret("abc", "abcd"));
+  EXPECT_FALSE(same_secret("", ""));  // what a failed proof gives: never a match
   EXPECT_EQ(random_hex(16).size(), 32u);
   EXPECT_NE(random_hex(16), random_hex(16));
 }
@@ -162,11 +202,15 @@ TEST(LaunchPmi, RefusesWithRcMinusOne) {
   EXPECT_EQ(reply(s, "cmd=get_appnum"), "cmd=appnum appnum=0 rc=0\n");
 }
 
+namespace {
+
 std::string framed(const Fields &f) {
   std::string out, error;
   EXPECT_TRUE(frame(f, &out, &error)) << error;
   return out;
 }
+
+}  // namespace
 
 TEST(LaunchWire, FramesRoundTripAndAreBounded) {
   FrameReader r(kMaxHelloFrame);
