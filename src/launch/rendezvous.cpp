@@ -311,6 +311,7 @@ void Server::end_barrier() {
 }
 
 void Server::on_get(Peer &p, const Fields &f) {
+  ++gets_;
   auto it = kvs_.find(f[1]);
   send_to(p.fd, it == kvs_.end() ? framed({"GOT", f[1], "0"}) : framed({"GOT", f[1], "1", it->second}));
 }
@@ -506,6 +507,9 @@ void Server::run() {
 
 void Server::wait_for_members() {
   exiting_ = true;
+  PG_LOG(debug, "bootstrap: the rendezvous at %s sent %llu bytes to the job's %d processes, answering %llu PMI gets",
+         shown_.c_str(), static_cast<unsigned long long>(bytes_sent_.load()), size_,
+         static_cast<unsigned long long>(gets_.load()));
   std::unique_lock<std::mutex> lock(mutex_);
   const auto start = Clock::now();
   const auto bound = start + std::chrono::duration_cast<Clock::duration>(

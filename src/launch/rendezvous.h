@@ -119,7 +119,7 @@ class Server {
   // Every put of the barriers that ended, the later ones over the earlier.
   std::unordered_map<std::string, std::string> kvs_;
   int refusals_ = 0;
-  std::atomic<std::uint64_t> bytes_sent_{0};
+  std::atomic<std::uint64_t> bytes_sent_{0}, gets_{0};
 
   std::mutex mutex_;
   std::condition_variable changed_;
