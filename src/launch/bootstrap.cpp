@@ -92,6 +92,7 @@ pg_status join_at(int rank, int size, const Address &at, const std::string &what
   setenv("PMI_SIZE", std::to_string(size).c_str(), 1);
   m->env_set = true;
   g_rank = rank;
+  log::set_world_rank(rank);
   g_pid = getpid();
   g_member = m.release();
   static std::once_flag once;
