@@ -260,7 +260,7 @@ TEST(LaunchNet, ParsesAddresses) {
   EXPECT_EQ(a.host, "fe80::1");
   EXPECT_EQ(a.text(), "[fe80::1]:0");
   for (const char *bad : {"", "host", ":29500", "host:", "host:65536", "host:-1", "host:2x", "::1:5", "[::1]5",
-                          "a b:1", "h/x:1"})
+                          "a b:1", "h/x:1", "[[1]:55551", "[a]b]:1", "h]:1"})
     EXPECT_FALSE(parse_address(bad, &a, &why)) << bad;
 }
 
