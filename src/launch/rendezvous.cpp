@@ -21,7 +21,9 @@
 namespace pg::launch {
 namespace {
 
-// Connections that have not proved the secret yet, at most.
+// Connections that have not proved the secret yet, at most. Beyond them,
+// newcomers wait in the listening socket's backlog, not turned away: when
+// thousands of processes arrive at once, one turned away would fail the job.
 constexpr std::size_t kMaxStrangers = 256;
 // Refusals printed; later ones are counted only.
 constexpr int kRefusalsShown = 10;
@@ -120,7 +122,10 @@ void Server::settle(Peer &p) {
 void Server::close_peer(Peer &p) {
   if (p.closed) return;
   p.closed = true;
-  if (!p.joined) --strangers_;
+  if (!p.joined) {
+    --strangers_;
+    pace_accepting();
+  }
   if (holds_rank(p)) fds_[p.rank] = -1;
   settle(p);
   unwatch(p.fd);
@@ -150,10 +155,6 @@ void Server::refuse(Peer &p, const std::string &why, const std::string &reply) {
 void Server::accept_one() {
   const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) return;
-  if (strangers_ >= kMaxStrangers) {
-    ::close(fd);
-    return;
-  }
   tune(fd);
   auto p = std::make_unique<Peer>();
   p->fd = fd;
@@ -168,6 +169,18 @@ void Server::accept_one() {
   ++strangers_;
   watch(fd, p.get());
   peers_.push_back(std::move(p));
+  pace_accepting();
+}
+
+void Server::pace_accepting() {
+  if (listen_fd_ < 0) return;
+  const bool room = strangers_ < kMaxStrangers;
+  if (room == accepting_) return;
+  accepting_ = room;
+  if (room)
+    watch(listen_fd_, nullptr);
+  else
+    unwatch(listen_fd_);
 }
 
 void Server::on_hello(Peer &p, const Fields &f) {
@@ -203,6 +216,7 @@ void Server::on_hello(Peer &p, const Fields &f) {
   p.pid = clip(f[7], 20);
   p.joined = true;  // one of the job's processes: it hears how the job ends
   --strangers_;
+  pace_accepting();
   p.rank = rank;
   if (failed_) {
     send_to(p.fd, failure_);

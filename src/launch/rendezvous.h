@@ -75,6 +75,7 @@ class Server {
   void sweep(Clock::time_point now);
   void check_join_deadline(Clock::time_point now, Clock::time_point deadline);
   void close_listener();
+  void pace_accepting();
   bool send_to(int fd, const std::string &data);
   std::string framed(const Fields &f) const;
   void on_barrier(Peer &p, const Fields &f);
@@ -103,6 +104,7 @@ class Server {
   std::vector<Peer *> rank_peer_;  // by rank; null before it arrives
   int joined_ = 0;
   std::size_t strangers_ = 0;  // connections that have not proved the secret yet
+  bool accepting_ = true;      // the listening socket is watched (fewer strangers than the limit)
   int settled_ = 0;  // ranks that finalized MPI, said goodbye or are gone
   bool ready_ = false, done_ = false;
   bool failed_ = false;  // the job cannot form: failure_ answers every member

@@ -187,6 +187,62 @@ TEST(LaunchRendezvous, RefusesABarrierTooLargeForAFrame) {
   EXPECT_NE(log.find("above the limit of 67108864 bytes (64 MiB)"), std::string::npos) << log;
 }
 
+namespace {
+
+// What a connection to the rendezvous got within `ms`: 1 its greeting, 0
+// nothing yet, -1 its end (turned away) or something else.
+int greeting(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, ms) <= 0) return 0;
+  char buf[4096];
+  const ssize_t n = recv(fd, buf, sizeof buf, 0);
+  if (n <= 0) return -1;
+  FrameReader reader(kMaxHelloFrame);
+  reader.feed(buf, static_cast<std::size_t>(n));
+  Fields f;
+  std::string error;
+  return reader.next(&f, &error) == 1 && f[0] == "HELLO" ? 1 : -1;
+}
+
+}  // namespace
+
+TEST(LaunchRendezvous, NewcomersBeyondTheStrangersLimitWait) {
+  int fd = -1, port = 0;
+  std::string note;
+  ASSERT_EQ(listen_on(Address{"127.0.0.1", 0}, "the test's rendezvous", &fd, &port, &note), PG_OK);
+  const Address at{"127.0.0.1", port};
+  const std::string secret = random_hex(32);
+  auto *server = new Server(fd, 1, secret, 30, 30, at.text());  // never freed: its thread outlives the test
+  ASSERT_EQ(server->start(), PG_OK);
+  // 300 connections that do not greet: 256 are held (and greeted), the
+  // others wait to be accepted, none is turned away.
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  std::vector<int> strangers(300, -1);
+  for (int &s : strangers) ASSERT_EQ(connect_to(at, "the test's rendezvous", deadline, &s), PG_OK);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int greeted = 0, waiting = 0;
+  for (int s : strangers) {
+    const int g = greeting(s, 0);
+    ASSERT_NE(g, -1) << "a connection was turned away";
+    greeted += g == 1;
+    waiting += g == 0;
+  }
+  EXPECT_EQ(greeted, 256);
+  EXPECT_EQ(waiting, 44);
+  // As strangers leave, the waiting ones are let in; then a process of the job joins.
+  for (int i = 0; i < 100; ++i) ::close(strangers[i]);
+  for (int i = 256; i < 300; ++i) EXPECT_EQ(greeting(strangers[i], 5000), 1) << i;
+  Member m;
+  m.at = at;
+  std::string why;
+  ASSERT_EQ(connect_to(at, "the test's rendezvous", deadline, &m.tcp), PG_OK);
+  EXPECT_EQ(greet(m, secret, at.text(), "", deadline, &why), PG_OK) << why;
+  EXPECT_EQ(await_ready(m, at.text(), 30, &why), PG_OK) << why;
+  m.send({"BYE"});
+  ::close(m.tcp);
+  for (int i = 100; i < 300; ++i) ::close(strangers[i]);
+}
+
 TEST(LaunchRendezvous, ExitWaitIsBounded) {
   Job job(3, 0.5);
   // Rank 0's process at its exit: its own member says goodbye, rank 1
