@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # slurm-wlm and munge: the tests start a private Slurm (tests/slurm); libpmix-dev
 # lets its srun load the pmix plugin (checked: MPICH does not speak PMIx).
-packages=(build-essential cmake pkg-config gfortran mpich libmpich-dev hwloc libhwloc-dev
+packages=(build-essential cmake pkg-config gfortran mpich libmpich-dev hwloc libhwloc-dev libssl-dev
           libgtest-dev libgmock-dev googletest libgloo-dev python3-matplotlib
           slurm-wlm munge libpmix-dev)
 scripts/install-packages.sh "${packages[@]}"

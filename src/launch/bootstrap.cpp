@@ -11,11 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "launch/auth.h"
 #include "launch/launcher.h"
+#include "launch/member.h"
 #include "launch/pmi_relay.h"
 #include "launch/rendezvous.h"
 #include "launch/tcpstore.h"
@@ -43,24 +45,6 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-// The next frame from `fd` before `deadline`: 1 got one, 0 timed out, -1
-// the connection closed or broke (*error says).
-int read_frame(int fd, FrameReader &reader, Clock::time_point deadline, Fields *f, std::string *error) {
-  char buf[65536];
-  while (true) {
-    const int got = reader.next(f, error);
-    if (got != 0) return got;
-    const int ready = wait_readable(fd, deadline);
-    if (ready == 0) return 0;
-    const ssize_t n = ready < 0 ? -1 : recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) {
-      *error = n == 0 ? "the connection was closed" : std::string("the connection failed: ") + std::strerror(errno);
-      return -1;
-    }
-    reader.feed(buf, static_cast<std::size_t>(n));
-  }
-}
-
 // The process that joined: a child it forks (a DataLoader worker, os.fork)
 // shares its connections but is no member of the job.
 std::atomic<pid_t> g_pid{0};
@@ -85,70 +69,21 @@ pg_status join_at(int rank, int size, const Address &at, const std::string &what
                 rank, size, last_error().c_str(), seconds_text(timeout_s).c_str(), what.c_str());
   auto m = std::make_unique<Member>();
   m->tcp = fd;
-  auto give_up = [&](pg_status st, const std::string &message) {
-    ::close(fd);
-    // Rank 0's process serves the others: it stays until they heard why.
-    if (g_server) g_server->wait_failure_heard(std::chrono::duration<double>(deadline - Clock::now()).count());
-    return fail_message(st, "rank " + std::to_string(rank) + " of " + std::to_string(size) + ": " + message);
-  };
-  FrameReader hello(kMaxHelloFrame);
-  Fields f;
-  std::string error;
-  int got = read_frame(fd, hello, std::min(deadline, after(kHelloSeconds)), &f, &error);
-  if (got <= 0 || f.size() != 3 || f[0] != "HELLO")
-    return give_up(PG_ERR_INVALID_ARGUMENT, "what answered at " + shown +
-                                                " is not pgstrategy's rendezvous (" +
-                                                (got == 0 ? "it said nothing" : got < 0 ? error : "it greeted oddly") +
-                                                ")" + hint);
-  if (f[1] != kProtocol)
-    return give_up(PG_ERR_INVALID_ARGUMENT, "the rendezvous at " + shown + " speaks " + text::printable(f[1]) +
-                                                ", this process " + kProtocol +
-                                                ": every process of a job must run the same pgstrategy");
-  const std::string server_nonce = f[2].substr(0, 128);
-  const std::string nonce = random_hex(16);
-  if (nonce.empty()) return give_up(PG_ERR_INTERNAL, "the kernel gave no random bytes (getrandom)");
-  const std::string vouched = std::to_string(rank) + "\n" + std::to_string(size);
-  m->send({"JOIN", kProtocol, nonce, proof(secret, "join", server_nonce, nonce, vouched), std::to_string(rank),
-           std::to_string(size), host_name(), std::to_string(getpid())});
-  got = read_frame(fd, hello, std::min(deadline, after(kHelloSeconds)), &f, &error);
-  if (got == 1 && (f[0] == "REFUSED" || f[0] == "FAIL") && f.size() >= 3) {
-    int st = PG_ERR_STATE;
-    text::parse_number(f[1], &st);
-    return give_up(static_cast<pg_status>(st), f[2]);
-  }
-  if (got <= 0 || f.size() != 2 || f[0] != "WELCOME")
-    return give_up(PG_ERR_STATE, "the rendezvous at " + shown + " did not admit this process (" +
-                                     (got == 0 ? "no answer" : got < 0 ? error : "an odd answer") + ")");
-  if (!same_secret(f[1], proof(secret, "welcome", nonce, server_nonce, std::to_string(rank))))
-    return give_up(PG_ERR_INVALID_ARGUMENT, "the rendezvous at " + shown +
-                                                " did not prove the job's secret: it is not this job's");
-  hello.set_limit(kMaxFrame);
-  // Wait for every process: the rendezvous says READY, or why the job cannot form.
-  got = read_frame(fd, hello, after(timeout_s + kHelloSeconds), &f, &error);
-  if (got == 1 && f[0] == "FAIL" && f.size() >= 3) {
-    int st = PG_ERR_STATE;
-    text::parse_number(f[1], &st);
-    return give_up(static_cast<pg_status>(st), f[2]);
-  }
-  if (got <= 0 || f[0] != "READY" || f.size() != static_cast<std::size_t>(size) + 3)
-    return give_up(PG_ERR_STATE, "the rendezvous at " + shown + " did not report the job complete (" +
-                                     (got == 0 ? "no word within PGS_BOOTSTRAP_TIMEOUT" : got < 0 ? error
-                                                                                           : "an odd answer") +
-                                     ")");
-  m->reader = std::move(hello);  // what came after READY (the news of a death) is the thread's
-  m->kvsname = f[2].substr(0, kPmiKvsnameMax);
-  m->hosts.assign(f.begin() + 3, f.end());
   m->rank = rank;
   m->size = size;
   m->at = at;
   m->what = what;
   m->origin = origin;
-  int pair[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
-    return give_up(PG_ERR_INTERNAL, std::string("socketpair failed: ") + std::strerror(errno));
-  m->pmi = pair[0];
-  m->pmi_client = pair[1];
-  m->session = new PmiSession(rank, size, m->kvsname);
+  std::string why;
+  pg_status st = greet(*m, secret, shown, hint, deadline, &why);
+  if (st == PG_OK) st = await_ready(*m, shown, timeout_s, &why);
+  if (st == PG_OK) st = open_pmi(*m, &why);
+  if (st != PG_OK) {
+    ::close(fd);
+    // Rank 0's process serves the others: it stays until they heard why.
+    if (g_server) g_server->wait_failure_heard(std::chrono::duration<double>(deadline - Clock::now()).count());
+    return fail_message(st, "rank " + std::to_string(rank) + " of " + std::to_string(size) + ": " + why);
+  }
   // MPI_Init reads these (MPICH's simple PMI, Intel MPI): nothing an outer
   // launcher left may mislead it.
   for (const char *const *v = kLauncherVariables; *v; ++v) unsetenv(*v);
@@ -157,6 +92,7 @@ pg_status join_at(int rank, int size, const Address &at, const std::string &what
   setenv("PMI_SIZE", std::to_string(size).c_str(), 1);
   m->env_set = true;
   g_rank = rank;
+  log::set_world_rank(rank);
   g_pid = getpid();
   g_member = m.release();
   static std::once_flag once;
@@ -174,6 +110,18 @@ pg_status join_at(int rank, int size, const Address &at, const std::string &what
   });
   std::thread(serve, g_member).detach();
   PG_LOG(debug, "bootstrap: rank %d of %d joined the job at %s (%s)", rank, size, shown.c_str(), origin.c_str());
+  return PG_OK;
+}
+
+// Rank 0: serves the job's rendezvous on the listening socket `fd`, from a thread.
+pg_status serve_rendezvous(int fd, int size, const std::string &secret, const Settings &settings,
+                           const std::string &shown) {
+  auto server = std::make_unique<Server>(fd, size, secret, settings.timeout_s, settings.exit_timeout_s, shown);
+  if (server->start() != PG_OK) {
+    ::close(fd);
+    return PG_ERR_INTERNAL;
+  }
+  g_server = server.release();
   return PG_OK;
 }
 
@@ -210,8 +158,7 @@ pg_status join_through_agent_store(const Job &job, const Settings &settings) {
     std::string note;
     PG_CHECK(listen_on(at, "the bootstrap's address", &fd, &port, &note));
     at.port = port;
-    g_server = new Server(fd, job.size, secret, settings.timeout_s, at.text());
-    g_server->start();
+    PG_CHECK(serve_rendezvous(fd, job.size, secret, settings, at.text()));
     published = at.text() + " " + secret;
     PG_CHECK(store_set(store, key, published, settings.timeout_s));
   } else {
@@ -257,6 +204,9 @@ pg_status before_mpi_init() {
   PG_CHECK(rendezvous_address(nullptr, settings, &at, &what));
   bool derived = false;
   const std::string secret = job_secret(settings, at, &derived);
+  if (secret.empty())
+    return fail(PG_ERR_INTERNAL, "the job's secret could not be derived from %s=%s: libcrypto could not compute SHA-256 (%s)",
+                what.c_str(), at.text().c_str(), crypto_error().c_str());
   if (job.rank == 0) {
     int fd = -1, port = 0;
     std::string note;
@@ -266,8 +216,7 @@ pg_status before_mpi_init() {
       PG_LOG(info, "bootstrap: no PGS_BOOTSTRAP_SECRET: the rendezvous at %s admits any process that knows its "
                    "address and the job's size",
              at.text().c_str());
-    g_server = new Server(fd, job.size, secret, settings.timeout_s, what + "=" + at.text());
-    g_server->start();
+    PG_CHECK(serve_rendezvous(fd, job.size, secret, settings, what + "=" + at.text()));
   }
   const std::string origin = job.torchrun ? "torchrun" : "RANK/WORLD_SIZE";
   const std::string hint = job.torchrun ? " (under torchrun, MASTER_PORT is the agent's store: set "
@@ -302,8 +251,7 @@ pg_status listen(int size, const std::string &host, const std::string &secret, s
   PG_CHECK(listen_on(at, settings.has_addr ? "PGS_BOOTSTRAP_ADDR" : "the bootstrap's address", &fd, &port, &note));
   if (!note.empty()) PG_LOG(info, "bootstrap: %s", note.c_str());
   const Address shown{at.host, port};
-  g_server = new Server(fd, size, secret, settings.timeout_s, shown.text());
-  g_server->start();
+  PG_CHECK(serve_rendezvous(fd, size, secret, settings, shown.text()));
   *address = shown.text();
   return PG_OK;
 }

@@ -183,7 +183,9 @@ std::string job_secret(const Settings &settings, const Address &rendezvous, bool
   *derived = settings.secret.empty();
   if (!*derived) return settings.secret;
   // Not the size: copies that disagree on it must get in, to hear what is wrong.
-  return hex(sha256("pgstrategy job\n" + rendezvous.text()));
+  Digest d;
+  if (!sha256("pgstrategy job\n" + rendezvous.text(), &d)) return "";
+  return hex(d);
 }
 
 }  // namespace pg::launch

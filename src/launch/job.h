@@ -46,7 +46,8 @@ pg_status rendezvous_address(const EnvLookup &env, const Settings &settings, Add
 
 // The secret of plain copies: PGS_BOOTSTRAP_SECRET, else one derived from
 // what every copy knows (the rendezvous address), which tells jobs apart but
-// keeps out no one who knows it (docs/launch.md).
+// keeps out no one who knows it (docs/launch.md); "" when libcrypto cannot
+// derive it.
 std::string job_secret(const Settings &settings, const Address &rendezvous, bool *derived);
 
 // The variables an MPI launcher leaves for MPI_Init: cleared before the

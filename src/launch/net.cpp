@@ -97,9 +97,12 @@ bool parse_address(const std::string &text, Address *out, std::string *error) {
     *error = "the host is empty or longer than 255 characters";
     return false;
   }
+  // Brackets only around an IPv6 address: "[[1]:5" would name host "[1",
+  // which no address text can give back.
   for (char c : host)
-    if (static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f || c == '/') {
-      *error = "the host holds a space, a control character or '/'";
+    if (static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f || c == '/' || c == '[' ||
+        c == ']') {
+      *error = "the host holds a space, a control character, '/' or a bracket";
       return false;
     }
   int p = -1;

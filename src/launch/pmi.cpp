@@ -135,7 +135,7 @@ PmiSession::Step PmiSession::on_line(std::string_view line) {
     if (put_count_ >= kPmiMaxKeys)
       return error("put_result", "more than " + std::to_string(kPmiMaxKeys) + " puts from one process");
     ++put_count_;
-    kvs_[*key] = *value;
+    mine_[*key] = *value;
     puts_.emplace_back(*key, *value);
     s.reply = "cmd=put_result rc=0\n";
   } else if (cmd == "get") {
@@ -143,15 +143,25 @@ PmiSession::Step PmiSession::on_line(std::string_view line) {
     if (kvs && *kvs != kvsname_) return error("get_result", "unknown kvsname " + text::printable(*kvs));
     if (!key || key->empty() || key->size() > kPmiKeyMax)
       return error("get_result", "the key is missing, empty or too long");
-    auto it = kvs_.find(*key);
-    if (it == kvs_.end()) {
-      s.reply = "cmd=get_result rc=-1 found=FALSE msg=key_" + no_spaces(*key) + "_not_found\n";
+    auto mine = mine_.find(*key);
+    auto known = fetched_.find(*key);
+    if (mine != mine_.end()) {
+      s.reply = get_result(*key, &mine->second);
+    } else if (known != fetched_.end()) {
+      s.reply = get_result(*key, &known->second);
+    } else if (barriers_ == 0 || absent_.count(*key) != 0) {
+      // Before the first barrier rank 0 holds nothing this process may see
+      // (MPICH's PMI_process_mapping comes here): answered without asking.
+      s.reply = get_result(*key, nullptr);
     } else {
-      s.reply = "cmd=get_result rc=0 found=TRUE value=" + it->second + "\n";
+      s.then = Step::Then::fetch;
+      s.key = *key;
     }
   } else if (cmd == "barrier_in") {
     if (in_barrier_) return error("barrier_out", "barrier_in twice without barrier_out");
     in_barrier_ = true;
+    in_flight_.swap(puts_);
+    puts_.clear();
     s.then = Step::Then::barrier;
   } else if (cmd == "finalize") {
     finalized_ = true;
@@ -179,17 +189,39 @@ PmiSession::Step PmiSession::on_line(std::string_view line) {
   return s;
 }
 
-KeyValues PmiSession::take_puts() {
-  KeyValues out;
-  out.swap(puts_);
-  return out;
+std::string PmiSession::get_result(const std::string &key, const std::string *value) {
+  if (!value) return "cmd=get_result rc=-1 found=FALSE msg=key_" + no_spaces(key) + "_not_found\n";
+  return "cmd=get_result rc=0 found=TRUE value=" + *value + "\n";
 }
 
-std::string PmiSession::barrier_done(const KeyValues &job_puts) {
-  for (const auto &kv : job_puts)
-    if (kv.first.size() <= kPmiKeyMax && kv.second.size() <= kPmiValueMax) kvs_[kv.first] = kv.second;
+std::string PmiSession::fetched(const std::string &key, bool found, const std::string &value) {
+  if (!found) {
+    absent_.insert(key);
+    return get_result(key, nullptr);
+  }
+  // Rank 0 holds only values a PMI server accepted; the cut guards against a broken peer.
+  return get_result(key, &(fetched_[key] = value.substr(0, kPmiValueMax)));
+}
+
+std::string PmiSession::barrier_done() {
+  // Everyone's puts of this barrier are at rank 0 now, and may have replaced
+  // what was fetched before it.
+  in_flight_.clear();
+  mine_.clear();
+  for (const auto &kv : puts_) mine_[kv.first] = kv.second;  // put since barrier_in (a client that did not wait)
+  fetched_.clear();
+  absent_.clear();
   in_barrier_ = false;
+  ++barriers_;
   return "cmd=barrier_out rc=0\n";
+}
+
+std::string PmiSession::barrier_failed(const std::string &why) {
+  // The puts stay for the next barrier; MPI decides whether there is one.
+  puts_.insert(puts_.begin(), in_flight_.begin(), in_flight_.end());
+  in_flight_.clear();
+  in_barrier_ = false;
+  return error("barrier_out", why).reply;
 }
 
 }  // namespace pg::launch

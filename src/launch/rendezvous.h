@@ -2,26 +2,31 @@
 // started (docs/launch.md): every process of the job, rank 0's own included,
 // keeps one TCP connection to it from its arrival to its exit. It admits
 // only processes that prove the job's secret, waits up to
-// PGS_BOOTSTRAP_TIMEOUT for all of them, then carries their PMI barriers
-// (an allgather of what each put since the last one) and ends the whole job
-// when one of them aborts or dies.
+// PGS_BOOTSTRAP_TIMEOUT for all of them, then carries their PMI barriers,
+// keeps what every process put, hands it out key by key to the processes
+// that ask (PMI get), and ends the whole job when one of them aborts or dies.
+// What it sends each process is what that process asked for: its bytes grow
+// with the processes times what each reads, not with their square.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "launch/net.h"
+#include "pg_strategy.h"
 #include "launch/wire.h"
 
 namespace pg::launch {
 
 // The protocol's version, in every greeting.
-constexpr const char *kProtocol = "pgstrategy-bootstrap-1";
+constexpr const char *kProtocol = "pgstrategy-bootstrap-2";
 // How long a connection may take to prove the secret.
 constexpr double kHelloSeconds = 10;
 // How long ending the job waits for the news to reach every process.
@@ -30,13 +35,16 @@ constexpr double kEndDrainSeconds = 1;
 class Server {
  public:
   // Serves `size` processes on the listening socket `fd` (`shown`: the
-  // address as the members reach it, for messages).
-  Server(int fd, int size, std::string secret, double timeout_s, std::string shown);
+  // address as the members reach it, for messages); `timeout_s` for all to
+  // arrive (PGS_BOOTSTRAP_TIMEOUT), `exit_timeout_s` for all to finalize MPI
+  // once rank 0's process exits (PGS_BOOTSTRAP_EXIT_TIMEOUT).
+  Server(int fd, int size, std::string secret, double timeout_s, double exit_timeout_s, std::string shown);
   Server(const Server &) = delete;
   Server &operator=(const Server &) = delete;
-  void start();
+  pg_status start();
   // Waits, at rank 0's exit, until every other process has finalized MPI or
-  // gone: the rendezvous must outlive them.
+  // gone: the rendezvous must outlive them. At most PGS_BOOTSTRAP_TIMEOUT:
+  // then it says which ranks it did not hear from, and returns.
   void wait_for_members();
   // When the job could not form: waits (bounded) until every process of it
   // has heard why, so that rank 0's process, which serves them, stays that long.
@@ -46,18 +54,33 @@ class Server {
   // In a child forked from rank 0: closes its copies of the members'
   // connections, so that they still notice when rank 0 dies.
   void close_in_child();
+  // Bytes this rendezvous has sent its peers (the benchmark reads them).
+  std::uint64_t bytes_sent() const { return bytes_sent_.load(); }
 
  private:
   struct Peer {
     int fd = -1;
     FrameReader reader{kMaxHelloFrame};
     bool joined = false, finalized = false, bye = false, closed = false;
+    bool settled = false;  // finalized, said goodbye or gone: counted in settled_
     int rank = -1;
     std::string host, pid, from, nonce;
     Clock::time_point hello_deadline;
   };
 
   void run();
+  void watch(int fd, Peer *p);
+  void unwatch(int fd);
+  void on_readable(Peer &p, std::vector<char> &buf);
+  void sweep(Clock::time_point now);
+  void check_join_deadline(Clock::time_point now, Clock::time_point deadline);
+  void close_listener();
+  void pace_accepting();
+  bool send_to(int fd, const std::string &data);
+  std::string framed(const Fields &f) const;
+  void on_barrier(Peer &p, const Fields &f);
+  void end_barrier();
+  void on_get(Peer &p, const Fields &f);
   void accept_one();
   void on_hello(Peer &p, const Fields &f);
   void on_frame(Peer &p, const Fields &f);
@@ -68,17 +91,21 @@ class Server {
   void end_all(int code, const std::string &message);
   void close_peer(Peer &p);
   std::string who(const Peer &p) const;
-  bool all_gone() const;
+  bool holds_rank(const Peer &p) const;
+  void settle(Peer &p);
 
   int listen_fd_;
   const int size_;
   const std::string secret_;
-  const double timeout_s_;
+  const double timeout_s_, exit_timeout_s_;
   const std::string shown_;
   const std::string kvsname_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::vector<Peer *> rank_peer_;  // by rank; null before it arrives
   int joined_ = 0;
+  std::size_t strangers_ = 0;  // connections that have not proved the secret yet
+  bool accepting_ = true;      // the listening socket is watched (fewer strangers than the limit)
+  int settled_ = 0;  // ranks that finalized MPI, said goodbye or are gone
   bool ready_ = false, done_ = false;
   bool failed_ = false;  // the job cannot form: failure_ answers every member
   std::string failure_;
@@ -86,16 +113,21 @@ class Server {
   // The members' connections by rank and the listening socket last, readable
   // without a lock (a fork may come at any time).
   std::unique_ptr<std::atomic<int>[]> fds_;
+  std::atomic<int> epoll_fd_;  // what the thread waits on: the listening socket and every peer
   // The barrier in progress: what each rank put, and how many arrived.
   long epoch_ = 0;
   int in_barrier_ = 0;
   std::vector<std::vector<std::string>> barrier_puts_;
+  // Every put of the barriers that ended, the later ones over the earlier.
+  std::unordered_map<std::string, std::string> kvs_;
   int refusals_ = 0;
+  std::atomic<std::uint64_t> bytes_sent_{0}, gets_{0};
 
   std::mutex mutex_;
   std::condition_variable changed_;
   bool drained_ = false, finished_ = false;
-  std::vector<std::string> waiting_;  // ranks not finalized yet (for the exit's note)
+  std::atomic<bool> exiting_{false};  // rank 0's process is at its exit
+  std::vector<std::string> waiting_;  // then: ranks not finalized yet (for the exit's note)
   std::thread thread_;
 };
 

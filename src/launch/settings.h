@@ -11,7 +11,8 @@
 namespace pg::launch {
 
 struct Settings {
-  double timeout_s = 300;  // PGS_BOOTSTRAP_TIMEOUT
+  double timeout_s = 300;       // PGS_BOOTSTRAP_TIMEOUT
+  double exit_timeout_s = 300;  // PGS_BOOTSTRAP_EXIT_TIMEOUT
   std::string secret;      // PGS_BOOTSTRAP_SECRET; "" unset
   bool has_addr = false;   // PGS_BOOTSTRAP_ADDR set
   Address addr;

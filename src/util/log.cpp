@@ -14,16 +14,26 @@ thread_local Capture *t_capture = nullptr;
 // being written on another thread can still read the previous one.
 std::atomic<const std::string *> g_tag{nullptr};
 
+// Once known, kept: a thread that logs while another is inside MPI_Finalize
+// (the bootstrap's PMI relay answers its "finalize") must not ask MPI, which
+// aborts on a world it is tearing down.
+std::atomic<int> g_rank{-1};
+
 int world_rank() {
+  const int known = g_rank.load();
+  if (known >= 0) return known;
   int initialized = 0, finalized = 0, rank = -1;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank >= 0) g_rank.store(rank);
   return rank;
 }
 }  // namespace
 
 void set_level(params::LogLevel level) { g_level.store(static_cast<int>(level)); }
+
+void set_world_rank(int rank) { g_rank.store(rank); }
 
 void set_process_tag(const std::string &tag) { g_tag.store(new std::string(", " + tag)); }
 

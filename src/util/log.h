@@ -9,6 +9,9 @@
 namespace pg::log {
 
 void set_level(params::LogLevel level);
+// The world rank of this process, for the prefix, when it is known before MPI
+// knows it (the bootstrap's); otherwise the first line after MPI_Init asks MPI.
+void set_world_rank(int rank);
 
 // A second name for this process in every line's prefix ("[pgstrategy 0,
 // slurm rank 2]"), for when MPI's rank alone does not tell processes apart.

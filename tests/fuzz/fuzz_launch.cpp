@@ -41,7 +41,9 @@ void frames(const std::string &in) {
       std::size_t bytes = f.empty() ? 0 : f.size() - 1;
       for (const std::string &s : f) bytes += s.size();
       if (bytes > kMaxHelloFrame) broken("a frame above the limit was accepted", in);
-      if (frame(f).size() != bytes + 4) broken("a frame does not round-trip", in);
+      std::string again, why;
+      if (!frame(f, &again, &why, kMaxHelloFrame) || again.size() != bytes + kFrameHeader)
+        broken("a frame does not round-trip", in);
     }
     if (got < 0) return;  // the connection would be dropped
   }
@@ -61,10 +63,16 @@ void pmi(const std::string &in) {
     if (msg != std::string::npos && r.find_first_of(" \t", msg + 5) < r.size() - 1)
       broken("an error message with a space (the client splits on spaces)", in);
     if (step.then == PmiSession::Step::Then::barrier) {
-      const KeyValues puts = s.take_puts();
-      for (const auto &kv : puts)
+      for (const auto &kv : s.barrier_puts())
         if (kv.first.size() > kPmiKeyMax || kv.second.size() > kPmiValueMax) broken("an oversized put passed", in);
-      s.barrier_done(puts);
+      s.barrier_done();
+    }
+    if (step.then == PmiSession::Step::Then::fetch) {
+      if (step.key.empty() || step.key.size() > kPmiKeyMax || !r.empty()) broken("a fetch of a bad key", in);
+      // Rank 0 answers every other get "not found", the rest with the key itself.
+      const bool found = step.key.size() % 2 == 0;
+      const std::string answer = s.fetched(step.key, found, step.key);
+      if (answer.rfind("cmd=get_result rc=", 0) != 0 || answer.back() != '\n') broken("a fetch answered oddly", in);
     }
     start = end + 1;
   }

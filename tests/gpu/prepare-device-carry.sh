@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares tests/gpu/.carry: the MPI library (Debian's MPICH, with its UCX and
-# Hydra launcher), hwloc, pkg-config and GoogleTest that run-device-checks.sh
+# Hydra launcher), hwloc, OpenSSL's libcrypto, pkg-config and GoogleTest that run-device-checks.sh
 # builds against on a GPU machine that has none of them and no network. Run it
 # here, on Debian 12 with apt reachable; the folder is git-ignored, and the
 # device call carries it (carry: ["tests/gpu/.carry"]).
@@ -15,7 +15,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 carry="$here/.carry"
 packages=(mpich libmpich-dev libmpich12 libucx0 libnuma1 libslurm38 libudev1
-          libhwloc-dev libhwloc15 pkgconf pkgconf-bin libpkgconf3 libgtest-dev)
+          libhwloc-dev libhwloc15 libssl-dev libssl3 pkgconf pkgconf-bin libpkgconf3 libgtest-dev)
 
 rm -rf "$carry"
 mkdir -p "$carry/debs" "$carry/root"
@@ -57,6 +57,10 @@ done
 # searches by itself only under /usr/include.
 sed -i 's|^Cflags: -I${includedir}$|Cflags: -I${includedir} -I${includedir}/x86_64-linux-gnu|' "$lib/pkgconfig/hwloc.pc"
 grep -q 'x86_64-linux-gnu$' "$lib/pkgconfig/hwloc.pc" || { echo "prepare-device-carry: could not extend hwloc.pc" >&2; exit 1; }
+# So are OpenSSL's two configuration headers: beside the others, one include
+# folder holds them all.
+mv "$usr"/include/x86_64-linux-gnu/openssl/*.h "$usr/include/openssl/"
+[ -f "$usr/include/openssl/configuration.h" ] || { echo "prepare-device-carry: no OpenSSL configuration.h" >&2; exit 1; }
 ln -sf mpicc.mpich "$usr/bin/mpicc"
 ln -sf mpicxx.mpich "$usr/bin/mpicxx"
 ln -sf mpiexec.hydra "$usr/bin/mpiexec"

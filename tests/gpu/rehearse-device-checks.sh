@@ -23,7 +23,8 @@ rm -rf "$build"  # a fresh folder, as on the device machine
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 # Every installed file of the packages the device machine lacks.
-hidden_packages=(mpich libmpich-dev libmpich12 openmpi-bin libopenmpi-dev libopenmpi3 libhwloc-dev libhwloc15
+# (libssl-dev, not libssl3: the machine's own tools need that one, and so may the device machine's.)
+hidden_packages=(mpich libmpich-dev libmpich12 openmpi-bin libopenmpi-dev libopenmpi3 libhwloc-dev libhwloc15 libssl-dev
                  libhwloc-plugins hwloc libucx0 libpmix-dev libpmix2 libgtest-dev libgmock-dev googletest
                  pkgconf pkgconf-bin libpkgconf3 pkg-config)
 for p in "${hidden_packages[@]}"; do dpkg -L "$p" 2>/dev/null || true; done |

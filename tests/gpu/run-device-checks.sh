@@ -6,8 +6,8 @@
 #
 # Self-sufficient on a machine with CUDA (nvcc), NCCL (the nvidia-nccl-cu13
 # Python package, or NCCL next to CUDA), CMake, ninja and Python, and no MPI,
-# no hwloc, no network: the MPI (Debian's MPICH), hwloc, pkg-config and
-# GoogleTest it builds against come from tests/gpu/.carry, which
+# no hwloc, no network: the MPI (Debian's MPICH), hwloc, OpenSSL's libcrypto,
+# pkg-config and GoogleTest it builds against come from tests/gpu/.carry, which
 # tests/gpu/prepare-device-carry.sh makes on a Debian machine and the device
 # call carries. Without that folder, the machine's own are used.
 #
@@ -90,10 +90,11 @@ if [ -d "$carry" ]; then
   export PKG_CONFIG_LIBDIR="$lib/pkgconfig:$carry/share/pkgconfig"
   unset PKG_CONFIG_PATH
   cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$carry/bin/pkg-config" -DMPI_C_COMPILER="$carry/bin/mpicc"
-               -DMPIEXEC_EXECUTABLE="$carry/bin/mpiexec" -DGTest_DIR="$lib/cmake/GTest")
-  say "MPI, hwloc, pkg-config, GoogleTest: carried ($carry)"
+               -DMPIEXEC_EXECUTABLE="$carry/bin/mpiexec" -DGTest_DIR="$lib/cmake/GTest"
+               -DOPENSSL_ROOT_DIR="$carry")
+  say "MPI, hwloc, libcrypto, pkg-config, GoogleTest: carried ($carry)"
 else
-  say "no tests/gpu/.carry: the machine's own MPI, hwloc, pkg-config and GoogleTest"
+  say "no tests/gpu/.carry: the machine's own MPI, hwloc, libcrypto, pkg-config and GoogleTest"
 fi
 # NCCL from its Python package, wherever the package puts its files.
 nccl="$(python3 - <<'EOF' 2>/dev/null

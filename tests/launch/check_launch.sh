@@ -132,6 +132,17 @@ case $case_name in
       expect_rc $r 0 "copy $r"
       expect "$out/copy$r.out" "rank $r of $n, node 0 of 1, backend mpi: OK" "copy $r is rank $r of $n, node-local"
     done ;;
+  debug_log)
+    needs_bootstrap
+    # Every PMI line logged, also the relay's answer to MPI_Finalize's (once
+    # an abort in MPI: the log asked MPI for the rank of a world it was ending).
+    ENV_ALL="PGS_LOG=debug" copies 2 "$LAUNCH_JOB"
+    for r in 0 1; do
+      expect_rc $r 0 "copy $r succeeds"
+      expect "$out/copy$r.out" "^\[pgstrategy $r\] debug: bootstrap: PMI line from MPI: cmd=finalize" "copy $r logs MPI's finalize"
+    done
+    expect "$out/copy0.out" "rendezvous at .* sent [0-9]* bytes to the job's 2 processes, answering [0-9]* PMI gets" \
+      "rank 0 says what its rendezvous sent" ;;
   fairring3)
     needs_bootstrap
     ENV_ALL="PGS_BACKEND=cpu:fairring PGS_FAIRRING_MIN_BYTES=0" copies 3 "$LAUNCH_JOB"

@@ -35,6 +35,8 @@ class Pgstrategy(CMakePackage, CudaPackage):
 
     depends_on("mpi")
     depends_on("hwloc@2:")
+    # The bootstrap's HMAC-SHA-256 (libcrypto).
+    depends_on("openssl")
     depends_on("gloo", when="+gloo")
     depends_on("googletest", type=("build", "link"), when="+tests")
     # The library itself is host code against the CUDA runtime and NCCL; the GPU

@@ -1,0 +1,312 @@
+// The bootstrap's rendezvous and PMI relays over loopback, in one process
+// (src/launch, docs/launch.md): rank 0's real Server, each member joined by
+// the real member side and served by its real relay thread; the test plays
+// MPI, writing PMI-1 lines to each member's PMI socket. What PMI-1 promises
+// (a get after a barrier sees every put before it, rc=-1 for a missing key),
+// the frames' limit on the sending side, a member that rejects a frame, and
+// the bound on rank 0's wait at its exit.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launch/auth.h"
+#include "launch/member.h"
+#include "launch/pmi_relay.h"
+#include "launch/rendezvous.h"
+#include "util/status.h"
+
+using namespace pg::launch;
+
+namespace {
+
+// A job of `n` members in this process, joined to a rendezvous on loopback.
+class Job {
+ public:
+  explicit Job(int n, double exit_timeout_s = 60) {
+    int fd = -1, port = 0;
+    std::string note;
+    EXPECT_EQ(listen_on(Address{"127.0.0.1", 0}, "the test's rendezvous", &fd, &port, &note), PG_OK)
+        << pg::last_error();
+    at_ = Address{"127.0.0.1", port};
+    const std::string secret = random_hex(32);
+    // Never freed: its thread may still be finishing when the test ends.
+    server_ = new Server(fd, n, secret, 30, exit_timeout_s, at_.text());
+    EXPECT_EQ(server_->start(), PG_OK) << pg::last_error();
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    for (int r = 0; r < n; ++r) {
+      auto m = std::make_unique<Member>();
+      m->rank = r;
+      m->size = n;
+      m->at = at_;
+      std::string why;
+      EXPECT_EQ(connect_to(at_, "the test's rendezvous", deadline, &m->tcp), PG_OK) << pg::last_error();
+      EXPECT_EQ(greet(*m, secret, at_.text(), "", deadline, &why), PG_OK) << why;
+      members_.push_back(std::move(m));
+    }
+    for (auto &m : members_) {
+      std::string why;
+      EXPECT_EQ(await_ready(*m, at_.text(), 30, &why), PG_OK) << why;
+      EXPECT_EQ(open_pmi(*m, &why), PG_OK) << why;
+      relays_.emplace_back(serve, m.get());
+      pending_.emplace_back();
+    }
+    kvs = members_[0]->kvsname;
+  }
+
+  // Each member says goodbye, as at its exit; its relay then ends.
+  ~Job() {
+    for (auto &m : members_) {
+      m->exiting = true;
+      m->send({"BYE"});
+      shutdown(m->tcp, SHUT_RDWR);
+    }
+    for (auto &t : relays_) t.join();
+    for (auto &m : members_) {
+      ::close(m->tcp);
+      ::close(m->pmi_client);
+      if (m->pmi >= 0) ::close(m->pmi);
+    }
+  }
+
+  void write(int rank, const std::string &line) {
+    ASSERT_TRUE(send_all(members_[rank]->pmi_client, line + "\n"));
+  }
+
+  // The next line the member's PMI server answered ("" after 10 s of nothing).
+  std::string read(int rank) {
+    std::string &pending = pending_[rank];
+    char buf[4096];
+    std::size_t eol;
+    while ((eol = pending.find('\n')) == std::string::npos) {
+      pollfd p{members_[rank]->pmi_client, POLLIN, 0};
+      if (poll(&p, 1, 10000) <= 0) return "";
+      const ssize_t n = ::read(p.fd, buf, sizeof buf);
+      if (n <= 0) return "";
+      pending.append(buf, static_cast<std::size_t>(n));
+    }
+    std::string line = pending.substr(0, eol);
+    pending.erase(0, eol + 1);
+    return line;
+  }
+
+  std::string ask(int rank, const std::string &line) {
+    write(rank, line);
+    return read(rank);
+  }
+  std::string get(int rank, const std::string &key) { return ask(rank, "cmd=get kvsname=" + kvs + " key=" + key); }
+  std::string put(int rank, const std::string &key, const std::string &value) {
+    return ask(rank, "cmd=put kvsname=" + kvs + " key=" + key + " value=" + value);
+  }
+  void barrier() {
+    for (std::size_t r = 0; r < members_.size(); ++r) write(static_cast<int>(r), "cmd=barrier_in");
+    for (std::size_t r = 0; r < members_.size(); ++r) EXPECT_EQ(read(static_cast<int>(r)), "cmd=barrier_out rc=0");
+  }
+
+  Server &server() { return *server_; }
+  Member &member(int rank) { return *members_[rank]; }
+
+  std::string kvs;
+
+ private:
+  Address at_;
+  Server *server_ = nullptr;
+  std::vector<std::unique_ptr<Member>> members_;
+  std::vector<std::thread> relays_;
+  std::vector<std::string> pending_;
+};
+
+std::string found(const std::string &value) { return "cmd=get_result rc=0 found=TRUE value=" + value; }
+std::string missing(const std::string &key) { return "cmd=get_result rc=-1 found=FALSE msg=key_" + key + "_not_found"; }
+
+}  // namespace
+
+TEST(LaunchRendezvous, GetsSeeThePutsOfEndedBarriers) {
+  Job job(3);
+  EXPECT_EQ(job.get(0, "PMI_process_mapping"), missing("PMI_process_mapping"));
+  EXPECT_EQ(job.put(0, "a", "from-0"), "cmd=put_result rc=0");
+  EXPECT_EQ(job.put(1, "a", "from-1"), "cmd=put_result rc=0");
+  EXPECT_EQ(job.put(1, "b", "b-1"), "cmd=put_result rc=0");
+  EXPECT_EQ(job.put(2, "c", "c-2"), "cmd=put_result rc=0");
+  // Its own puts a process sees at once; the others' only after the barrier.
+  EXPECT_EQ(job.get(1, "a"), found("from-1"));
+  EXPECT_EQ(job.get(0, "c"), missing("c"));
+  const std::uint64_t before = job.server().bytes_sent();
+  job.barrier();
+  // The barrier's answer carries no puts: 3 frames of "BARRIER-OUT\n0".
+  EXPECT_EQ(job.server().bytes_sent() - before, 3 * (8 + std::string("BARRIER-OUT\n0").size()));
+  // A key two ranks put in one barrier holds the higher rank's value, for
+  // both of them (as when every process merged everyone's puts in rank order).
+  EXPECT_EQ(job.get(0, "a"), found("from-1"));
+  EXPECT_EQ(job.get(1, "a"), found("from-1"));
+  EXPECT_EQ(job.get(2, "b"), found("b-1"));
+  EXPECT_EQ(job.get(0, "c"), found("c-2"));
+  EXPECT_EQ(job.get(2, "c"), found("c-2"));
+  EXPECT_EQ(job.get(1, "nothing"), missing("nothing"));
+  // Asked twice, answered once by rank 0.
+  const std::uint64_t once = job.server().bytes_sent();
+  EXPECT_EQ(job.get(2, "b"), found("b-1"));
+  EXPECT_EQ(job.get(1, "nothing"), missing("nothing"));
+  EXPECT_EQ(job.server().bytes_sent(), once);
+  // A later barrier's put replaces the value, also where it was fetched before.
+  EXPECT_EQ(job.put(2, "b", "b-2"), "cmd=put_result rc=0");
+  EXPECT_EQ(job.put(0, "nothing", "now-something"), "cmd=put_result rc=0");
+  EXPECT_EQ(job.get(1, "b"), found("b-1"));
+  job.barrier();
+  EXPECT_EQ(job.get(1, "b"), found("b-2"));
+  EXPECT_EQ(job.get(2, "b"), found("b-2"));
+  EXPECT_EQ(job.get(1, "nothing"), found("now-something"));
+  EXPECT_EQ(job.get(0, "a"), found("from-1"));  // older barriers' values stay
+}
+
+TEST(LaunchRendezvous, RefusesABarrierTooLargeForAFrame) {
+  Job job(2);
+  // 1 KiB values until the puts exceed the 64 MiB a frame may hold, in
+  // batches (MPI's lines and the answers would fill the socket otherwise).
+  const std::string value(kPmiValueMax, 'v');
+  const int puts = static_cast<int>(kMaxFrame / (kPmiValueMax + 8)) + 64;
+  for (int i = 0; i < puts; i += 256) {
+    const int batch = std::min(256, puts - i);
+    for (int j = 0; j < batch; ++j)
+      job.write(1, "cmd=put kvsname=" + job.kvs + " key=k" + std::to_string(i + j) + " value=" + value);
+    for (int j = 0; j < batch; ++j) ASSERT_EQ(job.read(1), "cmd=put_result rc=0") << i + j;
+  }
+  testing::internal::CaptureStderr();
+  const std::string answer = job.ask(1, "cmd=barrier_in");
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(answer.rfind("cmd=barrier_out rc=-1 msg=rank_1's_PMI_puts_since_the_last_barrier_make_a_frame_of_", 0), 0u)
+      << answer;
+  EXPECT_NE(answer.find("_bytes,_above_the_limit_of_67108864_bytes_(64_MiB)"), std::string::npos) << answer;
+  EXPECT_NE(log.find("rank 1's PMI puts since the last barrier make a frame of"), std::string::npos) << log;
+  EXPECT_NE(log.find("above the limit of 67108864 bytes (64 MiB)"), std::string::npos) << log;
+}
+
+namespace {
+
+// What a connection to the rendezvous got within `ms`: 1 its greeting, 0
+// nothing yet, -1 its end (turned away) or something else.
+int greeting(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, ms) <= 0) return 0;
+  char buf[4096];
+  const ssize_t n = recv(fd, buf, sizeof buf, 0);
+  if (n <= 0) return -1;
+  FrameReader reader(kMaxHelloFrame);
+  reader.feed(buf, static_cast<std::size_t>(n));
+  Fields f;
+  std::string error;
+  return reader.next(&f, &error) == 1 && f[0] == "HELLO" ? 1 : -1;
+}
+
+}  // namespace
+
+TEST(LaunchRendezvous, NewcomersBeyondTheStrangersLimitWait) {
+  int fd = -1, port = 0;
+  std::string note;
+  ASSERT_EQ(listen_on(Address{"127.0.0.1", 0}, "the test's rendezvous", &fd, &port, &note), PG_OK);
+  const Address at{"127.0.0.1", port};
+  const std::string secret = random_hex(32);
+  auto *server = new Server(fd, 1, secret, 30, 30, at.text());  // never freed: its thread outlives the test
+  ASSERT_EQ(server->start(), PG_OK);
+  // 300 connections that do not greet: 256 are held (and greeted), the
+  // others wait to be accepted, none is turned away.
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  std::vector<int> strangers(300, -1);
+  for (int &s : strangers) ASSERT_EQ(connect_to(at, "the test's rendezvous", deadline, &s), PG_OK);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int greeted = 0, waiting = 0;
+  for (int s : strangers) {
+    const int g = greeting(s, 0);
+    ASSERT_NE(g, -1) << "a connection was turned away";
+    greeted += g == 1;
+    waiting += g == 0;
+  }
+  EXPECT_EQ(greeted, 256);
+  EXPECT_EQ(waiting, 44);
+  // As strangers leave, the waiting ones are let in; then a process of the job joins.
+  for (int i = 0; i < 100; ++i) ::close(strangers[i]);
+  for (int i = 256; i < 300; ++i) EXPECT_EQ(greeting(strangers[i], 5000), 1) << i;
+  Member m;
+  m.at = at;
+  std::string why;
+  ASSERT_EQ(connect_to(at, "the test's rendezvous", deadline, &m.tcp), PG_OK);
+  EXPECT_EQ(greet(m, secret, at.text(), "", deadline, &why), PG_OK) << why;
+  EXPECT_EQ(await_ready(m, at.text(), 30, &why), PG_OK) << why;
+  m.send({"BYE"});
+  ::close(m.tcp);
+  for (int i = 100; i < 300; ++i) ::close(strangers[i]);
+}
+
+TEST(LaunchRendezvous, ExitWaitIsBounded) {
+  Job job(3, 0.5);
+  // Rank 0's process at its exit: its own member says goodbye, rank 1
+  // finalizes MPI, rank 2 is never heard from.
+  job.member(0).send({"BYE"});
+  job.ask(1, "cmd=finalize");
+  testing::internal::CaptureStderr();
+  const auto start = std::chrono::steady_clock::now();
+  job.server().wait_for_members();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_GE(waited, 0.5);
+  EXPECT_LT(waited, 5);
+  EXPECT_NE(log.find("rank 0 exits without word from rank(s) 2: they did not finalize MPI within "
+                     "PGS_BOOTSTRAP_EXIT_TIMEOUT=0.5 s"),
+            std::string::npos)
+      << log;
+}
+
+// A member's relay whose rendezvous (the other end of `tcp`) announced a frame of 1 TiB.
+void serve_an_oversized_frame(int tcp) {
+  int pmi[2];
+  socketpair(AF_UNIX, SOCK_STREAM, 0, pmi);
+  Member m;
+  m.tcp = tcp;
+  m.pmi = pmi[0];
+  m.pmi_client = pmi[1];
+  m.at = Address{"127.0.0.1", 29500};
+  m.session = new PmiSession(1, 2, "kvs");
+  serve(&m);
+}
+
+// A job whose rank 1 tells rank 0 it could not read a frame.
+void reject_a_frame() {
+  Job job(2);
+  job.member(1).send({"REJECT", "a frame of 99 bytes, above the limit of 10 bytes (10 B)"});
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+}
+
+TEST(LaunchRendezvousDeathTest, AMemberThatRejectsAFrameSaysWhy) {
+  // Forked, not re-run: what the member sends its rendezvous comes back here.
+  GTEST_FLAG_SET(death_test_style, "fast");
+  int tcp[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, tcp), 0);
+  ASSERT_TRUE(send_all(tcp[1], std::string("\0\0\x01\0\0\0\0\0", 8)));
+  EXPECT_EXIT(serve_an_oversized_frame(tcp[0]), testing::ExitedWithCode(1),
+              "could not read what the job's rendezvous at 127.0.0.1:29500 sent it \\(a frame of 1099511627776 bytes, "
+              "above the limit of 67108864 bytes \\(64 MiB\\)\\); the job ends");
+  // Rank 0 heard why, before the member ended.
+  ::close(tcp[0]);
+  FrameReader reader(kMaxFrame);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(tcp[1], buf, sizeof buf)) > 0) reader.feed(buf, static_cast<std::size_t>(n));
+  Fields f;
+  std::string error;
+  ASSERT_EQ(reader.next(&f, &error), 1) << error;
+  EXPECT_EQ(f, (Fields{"REJECT", "a frame of 1099511627776 bytes, above the limit of 67108864 bytes (64 MiB)"}));
+  ::close(tcp[1]);
+}
+
+TEST(LaunchRendezvousDeathTest, RankZeroSaysWhoRejectedAFrame) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(reject_a_frame(), testing::ExitedWithCode(1),
+              "rank 1 \\(host .*, pid [0-9]+\\) could not read what the job's rendezvous at 127.0.0.1:[0-9]+ sent it "
+              "\\(a frame of 99 bytes, above the limit of 10 bytes \\(10 B\\)\\); the job ends");
+}
