@@ -93,6 +93,8 @@ class Server {
   std::string who(const Peer &p) const;
   bool holds_rank(const Peer &p) const;
   void settle(Peer &p);
+  // At most `n` characters of `s`, printable, for a message.
+  static std::string clip(const std::string &s, std::size_t n);
 
   int listen_fd_;
   const int size_;
