@@ -255,10 +255,18 @@ void abort_strategy(pg_strategy *s) {
 
 namespace {
 
+// What an aborted strategy leaves behind, kept (reachable) until the process
+// exits: freeing it could wait for peers or for an operation MPI cannot cancel.
+void keep_until_exit(std::shared_ptr<void> thing) {
+  static std::mutex mutex;
+  static auto *kept = new std::vector<std::shared_ptr<void>>;  // never destroyed
+  std::lock_guard<std::mutex> lock(mutex);
+  kept->push_back(std::move(thing));
+}
+
 // destroy after pg_strategy_abort: frees this process's own memory and waits
-// for no peer. Backends, their communicators and shared memory, and the
-// library's communicators are left to the process's exit (freeing them could
-// wait for peers, or for an operation MPI cannot cancel).
+// for no peer. Backends, their communicators and shared memory, the library's
+// communicators and unfinished requests are kept until the process exits.
 pg_status destroy_aborted(pg_strategy *s, const std::shared_ptr<trace::Recorder> &recorder) {
   runtime::untrack(s);
   // A queued task stuck in a custom backend's blocking call keeps the progress
@@ -269,16 +277,17 @@ pg_status destroy_aborted(pg_strategy *s, const std::shared_ptr<trace::Recorder>
     // or when a stuck custom backend returns).
     if (w->native) {
       complete(w, PG_ERR_ABORTED, "the strategy was aborted (pg_strategy_abort) before this work finished");
-      static_cast<void>(w->native.release());  // its MPI requests cannot be cancelled
+      keep_until_exit(std::move(w->native));  // its MPI requests cannot be cancelled
     }
     std::lock_guard<std::mutex> lock(w->mutex);
     w->strategy = nullptr;
   }
   s->works.clear();
   s->memory.release_all(false);
-  static_cast<void>(s->fallback.release());
-  static_cast<void>(s->primary.release());
+  keep_until_exit(std::move(s->fallback));
+  keep_until_exit(std::move(s->primary));
   if (thread_done) delete s;
+  else keep_until_exit(std::shared_ptr<void>(s, [](void *) {}));  // its progress thread still runs
   if (recorder) trace::retire(recorder);
   return PG_OK;
 }

@@ -67,7 +67,9 @@ int main(int argc, char **argv) {
   const int work = strcmp(argv[3], "work") == 0;
   pg_strategy *s = NULL;
   PG_TEST_STATUS(pg_strategy_create("cpu", argv[1], &s), PG_OK);
-  double *buf = calloc(count, sizeof *buf);
+  /* Kept to the end (a static: reachable at exit): MPI may still use it. */
+  static double *buf;
+  buf = calloc(count, sizeof *buf);
   if (s && buf) {
     const int rank = pg_strategy_rank(s);
     struct aborter a = {s, rank == 0 ? 0.3 : 1.0, 0, PG_OK};
