@@ -26,6 +26,14 @@ using namespace pg::launch;
 
 namespace {
 
+// A rendezvous whose thread may still be finishing when its test ends: never
+// freed, and kept reachable so that LeakSanitizer does not call it lost.
+Server *kept(Server *server) {
+  static auto *servers = new std::vector<Server *>;
+  servers->push_back(server);
+  return server;
+}
+
 // A job of `n` members in this process, joined to a rendezvous on loopback.
 class Job {
  public:
@@ -36,8 +44,7 @@ class Job {
         << pg::last_error();
     at_ = Address{"127.0.0.1", port};
     const std::string secret = random_hex(32);
-    // Never freed: its thread may still be finishing when the test ends.
-    server_ = new Server(fd, n, secret, 30, exit_timeout_s, at_.text());
+    server_ = kept(new Server(fd, n, secret, 30, exit_timeout_s, at_.text()));
     EXPECT_EQ(server_->start(), PG_OK) << pg::last_error();
     const auto deadline = Clock::now() + std::chrono::seconds(30);
     for (int r = 0; r < n; ++r) {
@@ -72,6 +79,7 @@ class Job {
       ::close(m->tcp);
       ::close(m->pmi_client);
       if (m->pmi >= 0) ::close(m->pmi);
+      delete m->session;  // a process's member keeps it to its exit; the test's relays have ended
     }
   }
 
@@ -212,7 +220,7 @@ TEST(LaunchRendezvous, NewcomersBeyondTheStrangersLimitWait) {
   ASSERT_EQ(listen_on(Address{"127.0.0.1", 0}, "the test's rendezvous", &fd, &port, &note), PG_OK);
   const Address at{"127.0.0.1", port};
   const std::string secret = random_hex(32);
-  auto *server = new Server(fd, 1, secret, 30, 30, at.text());  // never freed: its thread outlives the test
+  Server *server = kept(new Server(fd, 1, secret, 30, 30, at.text()));
   ASSERT_EQ(server->start(), PG_OK);
   // 300 connections that do not greet: 256 are held (and greeted), the
   // others wait to be accepted, none is turned away.
@@ -271,7 +279,8 @@ void serve_an_oversized_frame(int tcp) {
   m.pmi = pmi[0];
   m.pmi_client = pmi[1];
   m.at = Address{"127.0.0.1", 29500};
-  m.session = new PmiSession(1, 2, "kvs");
+  PmiSession session(1, 2, "kvs");
+  m.session = &session;
   serve(&m);
 }
 
