@@ -46,8 +46,9 @@ class Server {
   // gone: the rendezvous must outlive them. At most PGS_BOOTSTRAP_TIMEOUT:
   // then it says which ranks it did not hear from, and returns.
   void wait_for_members();
-  // When the job could not form: waits (bounded) until every process of it
-  // has heard why, so that rank 0's process, which serves them, stays that long.
+  // When the job could not form: waits (bounded, but at least
+  // kEndDrainSeconds) until every process of it has heard why or is gone,
+  // so that rank 0's process, which serves them, stays that long.
   void wait_failure_heard(double seconds);
   // Waits (bounded) until the news of the job's end has gone out.
   void wait_drained(double seconds);
@@ -111,7 +112,7 @@ class Server {
   bool ready_ = false, done_ = false;
   bool failed_ = false;  // the job cannot form: failure_ answers every member
   std::string failure_;
-  std::atomic<int> heard_{0};  // processes told why the job cannot form
+  std::atomic<int> heard_{0};  // processes told why the job cannot form, or gone before it could
   // The members' connections by rank and the listening socket last, readable
   // without a lock (a fork may come at any time).
   std::unique_ptr<std::atomic<int>[]> fds_;

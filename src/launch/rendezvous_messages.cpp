@@ -172,6 +172,9 @@ void Server::on_lost(Peer &p, const std::string &why) {
   }
   close_peer(p);
   if (!ready_) {
+    // Gone before the job was complete: nothing to tell it, so rank 0's
+    // process waits only for the others (not for PGS_BOOTSTRAP_TIMEOUT).
+    ++heard_;
     fail_all(PG_ERR_STATE, who(p) + " left the rendezvous at " + shown_ + " (" + why +
                                ") before every process of the job had arrived");
     return;
@@ -197,6 +200,9 @@ void Server::fail_all(int status, const std::string &message) {
 }
 
 void Server::wait_failure_heard(double seconds) {
+  // At least the drain time: at the join's deadline rank 0's own process
+  // hears first, with no time left, while this thread still tells the others.
+  seconds = std::max(seconds, kEndDrainSeconds);
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(seconds));
   while (heard_.load() < size_ && Clock::now() < deadline) {

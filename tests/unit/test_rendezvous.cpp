@@ -3,8 +3,9 @@
 // the real member side and served by its real relay thread; the test plays
 // MPI, writing PMI-1 lines to each member's PMI socket. What PMI-1 promises
 // (a get after a barrier sees every put before it, rc=-1 for a missing key),
-// the frames' limit on the sending side, a member that rejects a frame, and
-// the bound on rank 0's wait at its exit.
+// the frames' limit on the sending side, a member that rejects a frame, the
+// bound on rank 0's wait at its exit, and a job that cannot form (a process
+// that dies in the rendezvous, one that never comes).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -268,6 +269,99 @@ TEST(LaunchRendezvous, ExitWaitIsBounded) {
                      "PGS_BOOTSTRAP_EXIT_TIMEOUT=0.5 s"),
             std::string::npos)
       << log;
+}
+
+namespace {
+
+// A rendezvous on loopback for `size` processes, joined by none yet.
+struct Rendezvous {
+  explicit Rendezvous(int size, double timeout_s) {
+    int fd = -1, port = 0;
+    std::string note;
+    EXPECT_EQ(listen_on(Address{"127.0.0.1", 0}, "the test's rendezvous", &fd, &port, &note), PG_OK);
+    at = Address{"127.0.0.1", port};
+    server = new Server(fd, size, secret, timeout_s, 30, at.text());  // never freed: its thread outlives the test
+    EXPECT_EQ(server->start(), PG_OK);
+  }
+  // A member of rank `rank` that connected and greeted: PG_OK when admitted, else why not in *why.
+  pg_status join(Member &m, int rank, int size, std::string *why) {
+    m.rank = rank;
+    m.size = size;
+    m.at = at;
+    EXPECT_EQ(connect_to(at, "the test's rendezvous", Clock::now() + std::chrono::seconds(30), &m.tcp), PG_OK);
+    return greet(m, secret, at.text(), "", Clock::now() + std::chrono::seconds(30), why);
+  }
+  std::string secret = random_hex(32);
+  Address at;
+  Server *server = nullptr;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST(LaunchRendezvous, AProcessThatDiesBeforeTheJobIsCompleteIsNotWaitedFor) {
+  // Ranks 0 and 1 arrive, rank 1 dies (its connection closes), rank 2
+  // comes later: each hears who left, and rank 0's process then waits for
+  // no one (it used to wait for the dead rank to hear, until
+  // PGS_BOOTSTRAP_TIMEOUT).
+  Rendezvous rv(3, 30);
+  Member m0, m1, m2;
+  std::string why;
+  ASSERT_EQ(rv.join(m0, 0, 3, &why), PG_OK) << why;
+  ASSERT_EQ(rv.join(m1, 1, 3, &why), PG_OK) << why;
+  ::close(m1.tcp);
+  EXPECT_EQ(await_ready(m0, rv.at.text(), 30, &why), PG_ERR_STATE);
+  EXPECT_NE(why.find("rank 1 (host "), std::string::npos) << why;
+  EXPECT_NE(why.find("left the rendezvous at " + rv.at.text() + " (closed) before every process of the job had arrived"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(rv.join(m2, 2, 3, &why), PG_ERR_STATE);
+  EXPECT_NE(why.find("rank 1 (host "), std::string::npos) << why;
+  const auto start = std::chrono::steady_clock::now();
+  rv.server->wait_failure_heard(30);
+  EXPECT_LT(seconds_since(start), 5);
+  ::close(m0.tcp);
+  ::close(m2.tcp);
+}
+
+TEST(LaunchRendezvous, TheWaitForTheFailureToBeHeardOutlastsTheDeadline) {
+  // At the join's deadline rank 0's own process hears first, with no time
+  // left; the others must hear too before it exits: it waits the drain time
+  // at least (here nothing ends the wait sooner: the job has not failed).
+  Rendezvous rv(2, 30);
+  Member m0;
+  std::string why;
+  ASSERT_EQ(rv.join(m0, 0, 2, &why), PG_OK) << why;
+  const auto start = std::chrono::steady_clock::now();
+  rv.server->wait_failure_heard(0);
+  EXPECT_GE(seconds_since(start), kEndDrainSeconds * 0.9);
+  ::close(m0.tcp);
+}
+
+TEST(LaunchRendezvous, EveryArrivedProcessHearsWhoNeverCame) {
+  // PGS_BOOTSTRAP_TIMEOUT passes without rank 2: ranks 0 and 1 both hear
+  // which rank never came, and rank 0's wait ends once the rendezvous has
+  // told them (it stops), well before the drain time's bound matters.
+  Rendezvous rv(3, 1);
+  Member m0, m1;
+  std::string why0, why1;
+  ASSERT_EQ(rv.join(m0, 0, 3, &why0), PG_OK) << why0;
+  ASSERT_EQ(rv.join(m1, 1, 3, &why1), PG_OK) << why1;
+  EXPECT_EQ(await_ready(m0, rv.at.text(), 30, &why0), PG_ERR_TIMEOUT);
+  rv.server->wait_failure_heard(0);
+  pollfd p{m1.tcp, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 1) << "rank 1 has not been told yet";
+  EXPECT_EQ(await_ready(m1, rv.at.text(), 30, &why1), PG_ERR_TIMEOUT);
+  for (const std::string &why : {why0, why1})
+    EXPECT_NE(why.find("rank 2 of 3 did not reach the job's rendezvous at " + rv.at.text() +
+                       " within PGS_BOOTSTRAP_TIMEOUT=1 s (2 did)"),
+              std::string::npos)
+        << why;
+  ::close(m0.tcp);
+  ::close(m1.tcp);
 }
 
 // A member's relay whose rendezvous (the other end of `tcp`) announced a frame of 1 TiB.
