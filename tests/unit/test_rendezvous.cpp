@@ -280,7 +280,7 @@ struct Rendezvous {
     std::string note;
     EXPECT_EQ(listen_on(Address{"127.0.0.1", 0}, "the test's rendezvous", &fd, &port, &note), PG_OK);
     at = Address{"127.0.0.1", port};
-    server = new Server(fd, size, secret, timeout_s, 30, at.text());  // never freed: its thread outlives the test
+    server = kept(new Server(fd, size, secret, timeout_s, 30, at.text()));
     EXPECT_EQ(server->start(), PG_OK);
   }
   // A member of rank `rank` that connected and greeted: PG_OK when admitted, else why not in *why.
