@@ -39,7 +39,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 echo "== ThreadSanitizer: two threads, two strategies"
 configure build-tsan "-fsanitize=thread -g -O1" -DPGS_ENABLE_FORTRAN=OFF -DPGS_ENABLE_GLOO=OFF \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread"
-cmake --build build-tsan -j"$(nproc)" --target test_lifecycle test_nonblocking >build-tsan.build.log 2>&1 ||
+cmake --build build-tsan -j"$(nproc)" --target test_lifecycle test_nonblocking test_abort >build-tsan.build.log 2>&1 ||
   { tail -50 build-tsan.build.log; exit 1; }
 export TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp halt_on_error=1 exitcode=66"
 mkdir -p build-tsan/trace  # the flight recorder: its writer thread beside the strategies' threads
@@ -50,6 +50,11 @@ for settings in "" "PGS_TIMEOUT=60" "PGS_DEBUG=detail" "PGS_TIMEOUT=60 PGS_DEBUG
     echo "-- $test ${settings:-(no settings)}"
     env $settings mpiexec -n 2 "build-tsan/tests/mpi/$test"
   done
+done
+# pg_strategy_abort from a second thread while the first waits in a call.
+for args in "mpi 8 blocking" "fairring 8 work" "fairring 1048576 blocking"; do
+  echo "-- test_abort $args"
+  mpiexec -n 2 build-tsan/tests/mpi/test_abort $args
 done
 unset TSAN_OPTIONS
 
