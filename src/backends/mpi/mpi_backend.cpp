@@ -144,7 +144,7 @@ class MpiBackend final : public Backend {
     // job, and a blocking receive's to the communicator's, a status. An abort
     // does not end it (include/pg_strategy.h).
     if (a.coll == Coll::sendrecv) return sendrecv_blocking(a);
-    const bool nonblocking = !block_ && !is_point_to_point(a.coll);
+    const bool nonblocking = !block_ && !is_point_to_point(a.coll) && !beyond_2gib(a);
     Pending done;
     PG_CHECK(issue(a, Issue{done, nonblocking}));
     if (nonblocking) return done.wait();
@@ -160,6 +160,17 @@ class MpiBackend final : public Backend {
   }
 
  private:
+  // Whether a buffer of the call holds more than 2 GiB: such calls stay
+  // blocking, as Open MPI 4.1.4's nonblocking collectives give wrong results
+  // there (docs/known-issues.md).
+  bool beyond_2gib(const CollArgs &a) const {
+    const bool blocks = a.coll == Coll::allgather || a.coll == Coll::reduce_scatter || a.coll == Coll::alltoall ||
+                        a.coll == Coll::gather || a.coll == Coll::scatter;
+    std::size_t elements = a.count * (blocks ? static_cast<std::size_t>(g_.size) : 1);
+    if (a.v) elements = std::max({elements, a.v->send_total, a.v->recv_total});
+    return elements > static_cast<std::size_t>(INT_MAX) / dtype_size(a.dtype);
+  }
+
   // allreduce or broadcast as one MPI call.
   pg_status one_call(const CollArgs &a) {
     const MPI_Datatype type = datatype(a.dtype);
@@ -168,7 +179,7 @@ class MpiBackend final : public Backend {
     MPI_Op op = MPI_OP_NULL;
     if (allreduce) PG_CHECK(operation(a.dtype, a.op, &op));
     const void *send = a.in_place ? MPI_IN_PLACE : a.send;
-    if (block_) {
+    if (block_ || beyond_2gib(a)) {
       PG_MPI_CHECK(allreduce ? MPI_Allreduce(send, a.recv, n, type, op, g_.comm)
                              : MPI_Bcast(a.recv, n, type, a.root, g_.comm));
       return PG_OK;
