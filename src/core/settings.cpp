@@ -8,6 +8,7 @@ namespace {
 using namespace params;
 
 const std::vector<const char *> kBindModes = {"none", "numa"};
+const std::vector<const char *> kWaitModes = {"auto", "spin", "yield"};
 
 // The library's own variables (built-in backends have their own tables).
 const Param<Settings> kRows[] = {
@@ -45,6 +46,18 @@ const Param<Settings> kRows[] = {
        s->bind = static_cast<topology::Bind>(mode);
        return PG_OK;
      },
+     nullptr},
+    {"PGS_WAIT", "auto",
+     "how a waiting rank uses its core: spin, yield to peers, or auto (yield when the host has more ranks than CPUs)",
+     [](const char *n, const char *v, Settings *s) {
+       int mode = 0;
+       PG_CHECK(parse_choice(n, v, kWaitModes, &mode));
+       s->wait = static_cast<Settings::Wait>(mode);
+       return PG_OK;
+     },
+     nullptr},
+    {"PGS_WAIT_BUDGET", "10000", "microseconds a wait spins (or yields) before the rank naps, leaving its core idle",
+     [](const char *n, const char *v, Settings *s) { return parse_int(n, v, 0, 100000000, &s->wait_budget_us); },
      nullptr},
     // The recorder measures each rank's clock against rank 0's at creation
     // (collective): ranks agree on whether it is on.

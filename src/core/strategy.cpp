@@ -14,6 +14,7 @@
 #include "topology/machine.h"
 #include "util/log.h"
 #include "util/names.h"
+#include "util/poll.h"
 #include "util/status.h"
 #include "util/text.h"
 
@@ -82,6 +83,25 @@ template <typename Step>
 pg_status collective_step(pg_strategy *s, Step step) {
   pg_status local = step();
   return agree(s->comm, local, local == PG_OK ? std::string() : last_error());
+}
+
+// The process's wait rule (util/poll.h) from PGS_WAIT and how many ranks
+// share this host's CPUs; `waiting` says which and why, for describe.
+pg_status choose_wait_rule(pg_strategy *s) {
+  topology::HostShare share;
+  PG_CHECK(topology::host_share(s->comm, &share));
+  const Settings::Wait wait = s->settings.wait;
+  WaitRule rule;
+  rule.budget_us = s->settings.wait_budget_us;
+  const bool yield = wait == Settings::Wait::yield || (wait == Settings::Wait::auto_ && share.oversubscribed());
+  rule.mode = yield ? WaitRule::yield : WaitRule::spin;
+  set_wait_rule(rule);
+  const std::string why = wait != Settings::Wait::auto_ ? "PGS_WAIT" : std::to_string(share.ranks) + " ranks on " +
+                                                                            std::to_string(share.cpus) +
+                                                                            " CPUs of this host";
+  s->waiting = std::string("wait=") + (yield ? "yield" : "spin") + " " + std::to_string(s->settings.wait_budget_us) +
+               " us then nap (" + why + ")";
+  return PG_OK;
 }
 
 }  // namespace
@@ -179,6 +199,7 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
     return topology::prepare_rank(s->settings.rank_options(), s->layout, s->device.cuda ? s->device.index : -1,
                                   &s->placement, bus_id);
   }));
+  PG_CHECK(collective_step(s, [&] { return choose_wait_rule(s); }));
   launch::check_launcher(MPI_COMM_WORLD);
 
   pg_status made = collective_step(s, [&] { return make_strategy_instance(s, *entry, &s->primary); });
@@ -344,6 +365,7 @@ pg_status describe_strategy(const pg_strategy *s, std::string *out) {
   if (!delegated.empty())
     d += ", delegated to '" + std::string(default_backend(s->device)) + "': " + delegated;
   if (!s->placement.empty()) d += ", " + s->placement;
+  d += ", " + s->waiting;
   const std::string plan = s->primary ? s->primary->backend->describe() : std::string();
   if (!plan.empty()) d += "; " + plan;
   if (s->health.poisoned()) d += ", unusable after: " + s->health.reason();

@@ -60,6 +60,7 @@ struct pg_strategy {
   int tag_ub = 32767;              // MPI_TAG_UB of comm
   pg::topology::Layout layout;     // the library's own node/rail communicators
   std::string placement;           // binding/GPU/NIC summary from the topology
+  std::string waiting;             // the wait rule chosen at creation, and why
   void *stream = nullptr;          // set by pg_strategy_set_stream
 
   // Dispatch (dispatch.cpp) picks between these; the fallback is made there on first need.

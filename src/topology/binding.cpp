@@ -1,5 +1,6 @@
 // PGS_BIND: which NUMA node a rank runs on, and binding the process there.
 #include <hwloc.h>
+#include <sched.h>
 
 #include <cerrno>
 #include <cstring>
@@ -109,6 +110,24 @@ std::string current_cpubind() {
     out = bitmap_list(set);
   hwloc_bitmap_free(set);
   return out;
+}
+
+pg_status host_share(MPI_Comm comm, HostShare *out) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+    return fail(PG_ERR_INTERNAL, "sched_getaffinity failed: %s", std::strerror(errno));
+  MPI_Comm host = MPI_COMM_NULL;
+  PG_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+  cpu_set_t all;
+  int ranks = 1;
+  const int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
+  MPI_Comm_size(host, &ranks);
+  MPI_Comm_free(&host);
+  if (rc != MPI_SUCCESS) return fail(PG_ERR_BACKEND, "MPI_Allreduce of the ranks' CPU masks failed");
+  out->ranks = ranks;
+  out->cpus = CPU_COUNT(&all);
+  return PG_OK;
 }
 
 }  // namespace pg::topology

@@ -149,6 +149,15 @@ std::string current_cpubind();
 
 std::string describe_binding(const Binding &binding);
 
+// The ranks of `comm` on this host and the CPUs they may run on together (the
+// union of their affinity masks). Collective over comm. More ranks than CPUs:
+// the host is oversubscribed, and a waiting rank must give its core away.
+struct HostShare {
+  int ranks = 1, cpus = 1;
+  bool oversubscribed() const { return ranks > cpus; }
+};
+pg_status host_share(MPI_Comm comm, HostShare *out);
+
 // The NIC a rank would use: its GPU's nearest NIC; for a CPU rank the first
 // rail NIC (OpenFabrics when the node has any) on its bound NUMA node, else
 // the first. NULL without NICs.

@@ -17,24 +17,42 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins before the first yield: a peer's reply often comes within this. Then
-// yields; past kYields the core is given away for a moment (a peer on the same
-// core needs it: yielding alone hands it back at once when the scheduler
-// prefers the waiter).
-constexpr int kSpins = 100, kYields = 200;
+long long now_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+// The rule, read by every wait: two words that change only at a create.
+std::atomic<int> g_mode{WaitRule::spin};
+std::atomic<long long> g_budget_ns{10000000};
 
 }  // namespace
 
+void set_wait_rule(const WaitRule &rule) {
+  g_mode.store(rule.mode, std::memory_order_relaxed);
+  g_budget_ns.store(static_cast<long long>(rule.budget_us * 1000), std::memory_order_relaxed);
+}
+
+WaitRule wait_rule() {
+  WaitRule rule;
+  rule.mode = static_cast<WaitRule::Mode>(g_mode.load(std::memory_order_relaxed));
+  rule.budget_us = static_cast<double>(g_budget_ns.load(std::memory_order_relaxed)) / 1000;
+  return rule;
+}
+
 void Backoff::idle() {
-  ++idle_;
-  if (idle_ < kSpins) {
-    cpu_relax();
-  } else if (idle_ < kSpins + kYields) {
-    sched_yield();
-  } else {
-    const struct timespec pause = {0, 20000};
-    nanosleep(&pause, nullptr);
+  const long long now = now_ns();
+  if (since_ns_ == 0) since_ns_ = now;
+  if (now - since_ns_ < g_budget_ns.load(std::memory_order_relaxed)) {
+    if (g_mode.load(std::memory_order_relaxed) == WaitRule::yield) sched_yield();
+    else cpu_relax();
+    return;
   }
+  // A nap makes the core idle, which a yield does not: the scheduler may then
+  // move a runnable peer here (one sharing a core with a busy stranger).
+  const struct timespec nap = {0, 20000};
+  nanosleep(&nap, nullptr);
 }
 
 namespace {

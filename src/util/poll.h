@@ -11,15 +11,26 @@
 
 namespace pg {
 
-// Spins briefly while nothing moves, then gives the core away: a rank that
-// waits for a peer on an oversubscribed node must let the peer run.
+// How a waiting thread uses its core, for the whole process (PGS_WAIT; the
+// strategy's create chooses it, docs/performance.md "Waiting"). A wait spins
+// (or, oversubscribed, yields) for `budget_us`, while a peer is likely to
+// answer soon; past it the thread naps, so that its core goes idle and the
+// scheduler can run a peer, or a stranger, there.
+struct WaitRule {
+  enum Mode { spin, yield } mode = spin;
+  double budget_us = 10000;
+};
+void set_wait_rule(const WaitRule &rule);
+WaitRule wait_rule();
+
+// One wait, by the rule: moved() starts it again (the peer answered).
 class Backoff {
  public:
-  void moved() { idle_ = 0; }
+  void moved() { since_ns_ = 0; }
   void idle();
 
  private:
-  int idle_ = 0;
+  long long since_ns_ = 0;  // when this wait began; 0: not begun
 };
 
 // How long a poll may go on, besides until it is done.

@@ -1,6 +1,8 @@
 /* Bad input: every case returns the documented status with a message naming
  * the bad value, and nothing breaks: the strategy stays usable afterwards. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +103,36 @@ int main(void) {
   expect_message("16 to 1048576");
   unsetenv("PGS_TRACE_ENTRIES");
   PG_TEST_STATUS(pg_trace_dump(), PG_ERR_STATE);
+
+  /* The wait rule: named in describe, by PGS_WAIT or by the ranks and CPUs
+   * of this host (every rank of this test shares one host). */
+  setenv("PGS_WAIT", "sleep", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
+  expect_message("PGS_WAIT='sleep'");
+  expect_message("auto, spin, yield");
+  setenv("PGS_WAIT", "yield", 1);
+  setenv("PGS_WAIT_BUDGET", "250", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
+  char long_text[4096];
+  PG_TEST_STATUS(pg_strategy_describe(s, long_text, sizeof long_text), PG_OK);
+  PG_TEST_TRUE(strstr(long_text, "wait=yield 250 us then nap (PGS_WAIT)") != NULL, "describe: %s", long_text);
+  pg_strategy_destroy(s);
+  unsetenv("PGS_WAIT");
+  unsetenv("PGS_WAIT_BUDGET");
+  {
+    cpu_set_t mine, all;
+    PG_TEST_TRUE(sched_getaffinity(0, sizeof mine, &mine) == 0, "sched_getaffinity");
+    MPI_Allreduce(&mine, &all, (int)sizeof mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+    int size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    char expected[128];
+    snprintf(expected, sizeof expected, "wait=%s 10000 us then nap (%d ranks on %d CPUs of this host)",
+             size > CPU_COUNT(&all) ? "yield" : "spin", size, CPU_COUNT(&all));
+    PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
+    PG_TEST_STATUS(pg_strategy_describe(s, long_text, sizeof long_text), PG_OK);
+    PG_TEST_TRUE(strstr(long_text, expected) != NULL, "describe has '%s': %s", expected, long_text);
+    pg_strategy_destroy(s);
+  }
 
   /* fairring's algorithm forced by name: an unknown name, and one this layout
    * cannot run (one rank per node leaves nothing to reduce in shared memory). */

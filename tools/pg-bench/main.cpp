@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backend.h"
+#include "load.h"
 #include "options.h"
 #include "report.h"
 #include "sweep.h"
@@ -76,6 +77,7 @@ int run(const Options &opts, MPI_Comm comm) {
   } else {
     Results res;
     try {
+      const Load load(rank == 0 ? opts.load : 0);
       res = run_sweep(opts, comm, backends,
                       [&](const Results &r, size_t c, size_t s) {
                         if (rank == 0) report.rows_done(r, c, s);

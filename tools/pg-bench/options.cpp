@@ -127,7 +127,10 @@ std::string usage_text() {
        "                          pg-bench's (pg_strategy_set_stream), each timed to the end\n"
        "                          of that stream, as nccl-raw's\n"
        "  -r, --repetitions R     repeat the whole interleaved sweep R times and report\n"
-       "                          medians over repetitions (default 1; use >= 5 for ratios)\n"
+       "                          medians over repetitions, each row's min-max beside\n"
+       "                          its median (default 1; use >= 5 for ratios)\n"
+       "      --load N            N CPU-bound processes run beside rank 0 for the whole\n"
+       "                          sweep (a busy core: a data loader, an OpenMP thread)\n"
        "      --csv FILE          also write one CSV row per repetition, backend,\n"
        "                          collective, size and placement\n"
        "      --mem-alloc         allocate pgstrategy backends' buffers with pg_mem_alloc\n"
@@ -146,7 +149,7 @@ std::string usage_text() {
 }
 
 std::string parse_options(int argc, char **argv, Options *out) {
-  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern };  // long-only flags
+  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern, kLoad };  // long-only flags
   static const option kFlags[] = {
       {"minbytes", required_argument, nullptr, 'b'},
       {"maxbytes", required_argument, nullptr, 'e'},
@@ -164,6 +167,7 @@ std::string parse_options(int argc, char **argv, Options *out) {
       {"device", required_argument, nullptr, kDevice},
       {"thread-level", required_argument, nullptr, kThreadLevel},
       {"pattern", required_argument, nullptr, kPattern},
+      {"load", required_argument, nullptr, kLoad},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   // '+': stop at the first non-flag instead of reordering argv (MPI_Init sees
@@ -254,6 +258,10 @@ std::string parse_options(int argc, char **argv, Options *out) {
       case 'r':
         if (!parse_int(value, 1, 1000000, &v)) return bad("expected an integer >= 1");
         o.repetitions = static_cast<int>(v);
+        break;
+      case kLoad:
+        if (!parse_int(value, 0, 1024, &v)) return bad("expected a number of processes, 0 to 1024");
+        o.load = static_cast<int>(v);
         break;
       case kCsv:
         if (value.empty()) return bad("expected a file name");

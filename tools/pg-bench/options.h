@@ -29,6 +29,7 @@ struct Options {
   bool mem_alloc = false;
   std::string device = "cpu";             // --device: where pgstrategy backends' buffers live
   int repetitions = 1;
+  int load = 0;                           // --load: CPU-bound processes beside rank 0
   std::string thread_level = "multiple";  // MPI thread level pg-bench asks for
   bool help = false;
 };

@@ -9,6 +9,8 @@
 namespace pgbench {
 namespace {
 
+constexpr int kSpreadWidth = 19;  // "min-max" of a row's time over repetitions
+
 const char *redop_label(Collective c, pg_op op) { return is_reduction(c) ? pg_op_name(op) : "none"; }
 
 std::string rstrip(std::string s) {
@@ -33,21 +35,28 @@ std::string one_line(const char *text) {
   return rstrip(out);
 }
 
-// Median over repetitions of one row; false when no repetition ran it.
-bool row_median(const Results &res, size_t c, size_t s, size_t b, int ip, double *time_us,
-                unsigned long long *wrong, bool *checked) {
+// One row over the repetitions: the median time, its spread, what was wrong.
+struct Row {
+  double time_us = 0, min_us = 0, max_us = 0;
+  unsigned long long wrong = 0;
+  bool checked = false;
+};
+
+// False when no repetition ran the row.
+bool row_over_repetitions(const Results &res, size_t c, size_t s, size_t b, int ip, Row *row) {
   std::vector<double> times;
-  *wrong = 0;
-  *checked = false;
+  *row = Row{};
   for (int r = 0; r < res.repetitions; ++r) {
     const Measurement &m = res.at(r, c, s, b, ip);
     if (!m.ran) continue;
     times.push_back(m.time_us);
-    *wrong += m.wrong;
-    *checked = *checked || m.checked;
+    row->wrong += m.wrong;
+    row->checked = row->checked || m.checked;
   }
   if (times.empty()) return false;
-  *time_us = median(times);
+  row->time_us = median(times);
+  row->min_us = *std::min_element(times.begin(), times.end());
+  row->max_us = *std::max_element(times.begin(), times.end());
   return true;
 }
 
@@ -100,9 +109,12 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
                human_bytes(opts_.max_bytes).c_str(), static_cast<unsigned long long>(opts_.factor),
                opts_.iters, opts_.warmup, opts_.repetitions, opts_.repetitions == 1 ? "" : "s",
                opts_.check ? "on" : "off");
+  if (opts_.load > 0)
+    std::fprintf(out_, "# load: %d CPU-bound process%s beside rank 0 for the whole sweep\n", opts_.load,
+                 opts_.load == 1 ? "" : "es");
   std::fprintf(out_, "# time: median over iterations of the slowest rank's time, each iteration after the backend's own barrier\n"
                      "#   (MPI_Barrier: mpi-raw, nccl-raw; pg_barrier: pgstrategy backends; gloo::barrier: gloo-raw)%s\n",
-               opts_.repetitions > 1 ? "; rows: median over repetitions" : "");
+               opts_.repetitions > 1 ? "; rows: median over repetitions, min-max: the fastest and slowest repetition's time" : "");
   std::fprintf(out_, "# algbw = size / time; busbw = algbw * factor (allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1, root 0;\n"
                      "#   memcpy, memcpy-pinned: factor 1, bytes copied / time)\n");
   for (Collective c : opts_.collectives)
@@ -119,19 +131,27 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
 void Report::table_header(const Results &res, size_t c) const {
   const Collective coll = res.collectives[c];
   const int w = static_cast<int>(name_width(res));
+  const bool spread = res.repetitions > 1;
+  const int block = spread ? 36 + kSpreadWidth + 1 : 36;
   std::fprintf(out_, "#\n# %s (busbw factor %.3f on %d ranks)\n", collective_name(coll),
                busbw_factor(coll, res.nranks), res.nranks);
-  // Each placement's block is 36 columns wide, after 44 + w columns of row key.
-  std::fprintf(out_, "#%*s%s%s\n", 44 + w, "", centered("out-of-place", 36).c_str(),
-               rstrip(centered("in-place", 36)).c_str());
-  std::fprintf(out_, "#%12s %12s %9s %7s %*s  %10s %7s %7s %7s  %10s %7s %7s %7s\n", "size", "count",
-               "type", "redop", w, "backend", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-               "busbw", "#wrong");
-  char units[256];
-  std::snprintf(units, sizeof units, "#%12s %12s %9s %7s %*s  %10s %7s %7s %7s  %10s %7s %7s", "(B)",
-                "(elements)", "", "", w, "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-                "(GB/s)");
-  std::fprintf(out_, "%s\n", units);
+  // Each placement's block is `block` columns wide, after 44 + w columns of row key.
+  std::fprintf(out_, "#%*s%s%s\n", 44 + w, "", centered("out-of-place", block).c_str(),
+               rstrip(centered("in-place", block)).c_str());
+  std::string names, units;
+  for (int ip = 0; ip < 2; ++ip) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "  %10s%s%*s %7s %7s %7s", "time", spread ? " " : "", spread ? kSpreadWidth : 0,
+                  spread ? "min-max" : "", "algbw", "busbw", "#wrong");
+    names += buf;
+    std::snprintf(buf, sizeof buf, "  %10s%s%*s %7s %7s %7s", "(us)", spread ? " " : "", spread ? kSpreadWidth : 0,
+                  spread ? "(us)" : "", "(GB/s)", "(GB/s)", "");
+    units += buf;
+  }
+  std::fprintf(out_, "#%12s %12s %9s %7s %*s%s\n", "size", "count", "type", "redop", w, "backend", names.c_str());
+  char key[128];
+  std::snprintf(key, sizeof key, "#%12s %12s %9s %7s %*s", "(B)", "(elements)", "", "", w, "");
+  std::fprintf(out_, "%s\n", rstrip(key + units).c_str());
 }
 
 void Report::rows_done(const Results &res, size_t c, size_t s) const {
@@ -139,21 +159,23 @@ void Report::rows_done(const Results &res, size_t c, size_t s) const {
   const Collective coll = res.collectives[c];
   const Layout &l = res.layouts[c][s];
   const int w = static_cast<int>(name_width(res));
+  const bool spread = res.repetitions > 1;
   for (size_t b = 0; b < res.backends.size(); ++b) {
     std::string cells;
     bool any = false;
     for (int ip = 0; ip < 2; ++ip) {
-      double t = 0;
-      unsigned long long wrong = 0;
-      bool checked = false;
-      char buf[128];
-      if (row_median(res, c, s, b, ip, &t, &wrong, &checked)) {
+      Row row;
+      char range[64] = "", buf[160];
+      if (row_over_repetitions(res, c, s, b, ip, &row)) {
         any = true;
-        const double alg = algbw(l.bytes, t);
-        std::snprintf(buf, sizeof buf, "  %10.2f %7.2f %7.2f %7s", t, alg, alg * res.busbw_factor(c, b),
-                      checked ? std::to_string(wrong).c_str() : "N/A");
+        const double alg = algbw(l.bytes, row.time_us);
+        if (spread) std::snprintf(range, sizeof range, "%.2f-%.2f", row.min_us, row.max_us);
+        std::snprintf(buf, sizeof buf, "  %10.2f%s%*s %7.2f %7.2f %7s", row.time_us, spread ? " " : "",
+                      spread ? kSpreadWidth : 0, range, alg, alg * res.busbw_factor(c, b),
+                      row.checked ? std::to_string(row.wrong).c_str() : "N/A");
       } else {
-        std::snprintf(buf, sizeof buf, "  %10s %7s %7s %7s", "-", "-", "-", "-");
+        std::snprintf(buf, sizeof buf, "  %10s%s%*s %7s %7s %7s", "-", spread ? " " : "", spread ? kSpreadWidth : 0,
+                      spread ? "-" : "", "-", "-", "-");
       }
       cells += buf;
     }
@@ -188,11 +210,10 @@ void Report::footer(const Results &res, size_t c) const {
     std::vector<double> ratios[2];
     for (size_t s = 0; s < res.layouts[c].size(); ++s)
       for (int ip = 0; ip < 2; ++ip) {
-        double t = 0, r = 0;
-        unsigned long long wrong = 0;
-        bool checked = false;
-        if (row_median(res, c, s, b, ip, &t, &wrong, &checked)) {
-          sum += algbw(res.layouts[c][s].bytes, t) * res.busbw_factor(c, b);
+        double r = 0;
+        Row row;
+        if (row_over_repetitions(res, c, s, b, ip, &row)) {
+          sum += algbw(res.layouts[c][s].bytes, row.time_us) * res.busbw_factor(c, b);
           ++n;
         }
         if (raw < res.backends.size() && size_ratio(res, c, s, b, raw, ip, &r))
