@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The short table run-device-checks.sh prints last.
 
-    device_table.py --tests gpu-tests.log --gpu NAME overhead.csv bandwidth.csv staged.csv
+    device_table.py --tests gpu-tests.log --gpu NAME overhead.csv bandwidth.csv staged.csv [scaling-N.csv ...]
 
 From CTest's output: each GPU test and how it ended. From pg-bench's CSVs
 (missing files are reported as not run): the time of pg_allreduce through
 nccl against ncclAllReduce at 8 B (goal: at most 2 us more); both from
 1 MiB to 1 GiB; fairring's pipeline staged through pinned host memory against
 the pinned host<->device copy ceiling (goal: at least 0.8 of it) and against
-MPI alone on host memory. Out-of-place rows, medians over repetitions.
+MPI alone on host memory; fairring on CPU against MPI alone as ranks per node
+grow (one CSV per rank count). Out-of-place rows, medians over repetitions.
 Standard library only.
 """
 import argparse
@@ -72,6 +73,7 @@ def main():
     ap.add_argument("overhead")
     ap.add_argument("bandwidth")
     ap.add_argument("staged")
+    ap.add_argument("scaling", nargs="*", help="scaling-<ranks>.csv: fairring and mpi-raw on CPU")
     args = ap.parse_args()
 
     print("#")
@@ -110,6 +112,17 @@ def main():
 
     size_rows(args.staged, [("fairring", "fairring"), ("memcpy-pinned", "memcpy-pinned"),
                             ("mpi-raw", "mpi-raw")], ceiling)
+
+    print("# fairring on CPU, ranks on one node: time in us, and fairring / mpi-raw (below 1: fairring faster)")
+    if not args.scaling:
+        print("  not run")
+    def ranks(path):
+        return int(re.sub(r"\D", "", os.path.basename(path)) or 0)
+
+    for path in sorted(args.scaling, key=ranks):
+        print(f"  {ranks(path)} ranks")
+        size_rows(path, [("fairring", "fairring"), ("mpi-raw", "mpi-raw")],
+                  lambda v: v["fairring"] and v["mpi-raw"] and f"ratio {v['fairring'] / v['mpi-raw']:.3f}")
 
 if __name__ == "__main__":
     main()

@@ -26,6 +26,8 @@
 #     fairring's pipeline staged through pinned host memory on 2 virtual
 #     nodes sharing the GPU against the pinned host<->device copy ceiling
 #     (memcpy-pinned; goal >= 0.8) and MPI alone on host memory (mpi-raw);
+#     and fairring on CPU at 2, 4, 8 and 16 ranks on the node against
+#     mpi-raw, 8 B to 16 MiB (the scaling sweep: no GPU needed);
 #  4. the table (tests/gpu/device_table.py), from the test results and CSVs.
 #
 # Every step has a time limit, and the whole run a deadline
@@ -173,9 +175,17 @@ step "pg-bench: fairring staged through the host (2 virtual nodes)" 200 \
     -n 1 -env NCCL_HOSTID pgstrategy-bench-1 "$bench" "${staged[@]}" || status=1
 step "pg-bench: 1 MiB to $largest (1 rank)" 150 mpiexec -n 1 "$bench" --device cuda -B nccl,nccl-raw,memcpy \
   -b 1M -e "$largest" -f 4 -n 10 -w 3 --csv "$build/bandwidth.csv" || status=1
+# fairring on CPU as ranks per node grow, against MPI alone, on the lent
+# machine's cores (a rank per core at most; each result checked).
+rm -f "$build"/scaling-*.csv
+for ranks in 2 4 8 16; do
+  [ "$ranks" -le "$jobs" ] || break
+  step "pg-bench: CPU scaling, $ranks ranks on one node" 60 mpiexec -n "$ranks" "$bench" -B fairring,mpi-raw \
+    -b 8 -e 16M -f 8 -n 10 -w 2 -r 3 --csv "$build/scaling-$ranks.csv" || status=1
+done
 
 # --- 4. the table ----------------------------------------------------------------
 python3 "$src/tests/gpu/device_table.py" --tests "$tests_log" --gpu "${gpu:-none}" \
-  "$build/overhead.csv" "$build/bandwidth.csv" "$build/staged.csv" | tee -a "$log"
+  "$build/overhead.csv" "$build/bandwidth.csv" "$build/staged.csv" "$build"/scaling-*.csv | tee -a "$log"
 say "exit status $status"
 finish
