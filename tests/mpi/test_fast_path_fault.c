@@ -1,9 +1,12 @@
 /* A failure in fairring's fast path across nodes reaches the failing rank's
  * node: on 2x2 virtual nodes (PGS_RANKS_PER_NODE=2), PGS_FAIRRING_FAULT names
- * the leaders (ranks 0 and 2) whose step across nodes fails. Every rank of a
- * failing leader's node returns PG_ERR_BACKEND naming the leader (its peers
- * used to wait for its result forever), the other node's ranks get the right
- * sum, and pg_strategy_destroy completes everywhere. */
+ * the ranks whose step across nodes fails. Every rank of a failing rank's
+ * node returns PG_ERR_BACKEND naming it (its peers used to wait for its
+ * result forever), the other node's ranks get the right sum, and
+ * pg_strategy_destroy completes everywhere.
+ *
+ *   test_fast_path_fault [COUNT]   doubles per rank (default 1: the leaders'
+ *   step; from PGS_FAIRRING_SPLIT_BYTES every rank's, over its rail) */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -31,21 +34,29 @@ int main(int argc, char **argv) {
   if (s && PG_TEST_TRUE(pg_strategy_node_count(s) == 2 && pg_strategy_local_size(s) == 2,
                         "runs as 2x2 virtual nodes, not %d x %d", pg_strategy_node_count(s),
                         pg_strategy_local_size(s))) {
-    const int rank = pg_strategy_rank(s), leader = rank / 2 * 2;
-    double x = rank + 1, y = 0;
+    const int rank = pg_strategy_rank(s), first = rank / 2 * 2;
+    const size_t count = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 1;
+    double *x = malloc(count * sizeof *x), *y = calloc(count, sizeof *y);
+    for (size_t i = 0; i < count; ++i) x[i] = rank + 1 + (double)(i % 7);
     pg_test_step("allreduce on the fast path, across nodes");
-    const pg_status st = pg_allreduce(s, &x, &y, 1, PG_FLOAT64, PG_SUM);
-    if (named(leader)) {
+    const pg_status st = pg_allreduce(s, x, y, count, PG_FLOAT64, PG_SUM);
+    /* Small, the node's first rank crosses for it; split, each rank for its block. */
+    const int failing = named(first) ? first : count > 1 && named(first + 1) ? first + 1 : -1;
+    if (failing >= 0) {
       char who[32];
-      snprintf(who, sizeof who, "rank %d", leader);
-      PG_TEST_TRUE(st == PG_ERR_BACKEND, "leader %d failed: got %s: %s", leader, pg_status_name(st), pg_last_error());
+      snprintf(who, sizeof who, "rank %d", failing);
+      PG_TEST_TRUE(st == PG_ERR_BACKEND, "rank %d failed: got %s: %s", failing, pg_status_name(st), pg_last_error());
       PG_TEST_TRUE(strstr(pg_last_error(), who) != NULL, "the message names %s: %s", who, pg_last_error());
       PG_TEST_TRUE(strstr(pg_last_error(), "across nodes") != NULL, "the message names the step: %s",
                    pg_last_error());
     } else {
       PG_TEST_STATUS(st, PG_OK);
-      PG_TEST_TRUE(y == 10, "the sum: %g", y);
+      size_t wrong = 0;
+      for (size_t i = 0; i < count; ++i) wrong += y[i] != 10 + 4 * (double)(i % 7);
+      PG_TEST_TRUE(wrong == 0, "the sum: %zu of %zu elements wrong (y[0] = %g)", wrong, count, y[0]);
     }
+    free(x);
+    free(y);
     pg_test_step("destroy");
     pg_status destroyed = pg_strategy_destroy(s);
     PG_TEST_TRUE(destroyed == PG_OK, "destroy: %s: %s", pg_status_name(destroyed), pg_last_error());

@@ -49,7 +49,7 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
       const std::vector<int> &failing = settings_.fail_across;
-      FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, shape_.nodes, c.size, c.rank,
+      FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, shape_.nodes, c.size, c.rank, !irregular,
                               std::find(failing.begin(), failing.end(), c.rank) != failing.end()};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();

@@ -47,25 +47,31 @@ class FastPath::Op final : public Request {
       stage_ = Stage::gather;
     }
     if (stage_ == Stage::gather) {
-      if (leader_mode() && p_.local_ != 0) {
+      if (leader_mode() && !split() && p_.local_ != 0) {
         const std::uint64_t d = p_.parts_[0].flags[t_ % 2].done.load(std::memory_order_acquire);
         if ((d & ~kFailed) < t_) return PG_OK;
-        if (d & kFailed)
-          return fail(PG_ERR_BACKEND,
-                      "fairring: rank %d, the first rank of this node, failed the step across nodes of this %s; "
-                      "its own message says why",
-                      p_.leader_rank_, coll_name(a_.coll));
+        if (d & kFailed) return failed_across(0);
         if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
         return finish(done);
       }
       if (!p_.arrived(t_)) return PG_OK;
-      if (!leader_mode()) {
-        if (!split()) {
-          read_node();
-          return finish(done);
-        }
+      if (split()) {
         reduce_block();
-        stage_ = Stage::share;
+        if (!leader_mode()) {
+          share_block();
+          stage_ = Stage::share;
+        } else {  // this rank's block over its rail: every rank sends its own part of the node's work
+          const auto [lo, len] = block(p_.local_);
+          char *mine = p_.input(p_.local_, t_, bytes()) + lo * dtype_size(a_.dtype);
+          const CollArgs across =
+              CollArgs::reduction(Coll::allreduce, mine, mine, len, a_.dtype, combining_op(a_.op)).placed(0);
+          const pg_status st = len > 0 ? p_.rail_->start(across, &across_) : PG_OK;
+          if (st != PG_OK) return fail_node(st);
+          stage_ = Stage::across;
+        }
+      } else if (!leader_mode()) {
+        read_node();
+        return finish(done);
       } else {
         if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
         const CollArgs across = a_.coll == Coll::allreduce
@@ -73,25 +79,35 @@ class FastPath::Op final : public Request {
                                                           combining_op(a_.op))
                                           .placed(0)
                                     : CollArgs{};
-        const pg_status st = p_.leaders_->start(across, &across_);
+        const pg_status st = p_.rail_->start(across, &across_);
         if (st != PG_OK) return fail_node(st);
         stage_ = Stage::across;
       }
     }
     if (stage_ == Stage::share) {
-      for (const Part &part : p_.parts_)
-        if (part.flags[t_ % 2].done.load(std::memory_order_acquire) < t_) return PG_OK;
+      for (int q = 0; q < p_.local_size_; ++q) {
+        const std::uint64_t d = p_.parts_[static_cast<std::size_t>(q)].flags[t_ % 2].done.load(std::memory_order_acquire);
+        if ((d & ~kFailed) < t_) return PG_OK;
+        if (d & kFailed) return failed_across(q);
+      }
       gather_blocks();
       return finish(done);
     }
     if (stage_ == Stage::across) {
       bool finished = false;
-      pg_status st = across_->test(&finished);
-      if (st == PG_OK && !finished) return PG_OK;
+      pg_status st = across_ ? across_->test(&finished) : PG_OK;
+      if (st == PG_OK && across_ && !finished) return PG_OK;
       across_.reset();
       if (st == PG_OK && p_.fail_across_)  // after its MPI step, so that no other node waits for it
         st = fail(PG_ERR_BACKEND, "the step across nodes failed on request (PGS_FAIRRING_FAULT)");
       if (st != PG_OK) return fail_node(st);
+      if (split()) {
+        const auto [lo, len] = block(p_.local_);
+        reduce_finish(a_.dtype, a_.op, p_.input(p_.local_, t_, bytes()) + lo * dtype_size(a_.dtype), len, p_.size_);
+        share_block();
+        stage_ = Stage::share;
+        return test(done);
+      }
       if (a_.coll == Coll::allreduce) {
         reduce_finish(a_.dtype, a_.op, a_.recv, a_.count, p_.size_);
         std::memcpy(p_.input(0, t_, bytes()), a_.recv, bytes());
@@ -109,11 +125,11 @@ class FastPath::Op final : public Request {
   bool leader_mode() const { return p_.nodes_ > 1; }
   std::size_t bytes() const { return a_.count * dtype_size(a_.dtype); }
 
-  // This rank's input into its own flag or slot, then seq = t. Across nodes
-  // the leader reads its own buffer and publishes only its arrival.
+  // This rank's input into its own flag or slot, then seq = t. Across nodes,
+  // unsplit, the leader reads its own buffer and publishes only its arrival.
   void publish() {
     const std::size_t n = input_bytes(a_, p_.local_, p_.local_size_);
-    const bool copy = n > 0 && !(leader_mode() && p_.local_ == 0);
+    const bool copy = n > 0 && !(leader_mode() && !split() && p_.local_ == 0);
     if (copy && split()) {  // every block but this rank's own
       const auto [lo, len] = block(p_.local_);
       const std::size_t size = dtype_size(a_.dtype);
@@ -145,13 +161,16 @@ class FastPath::Op final : public Request {
     for (int q = 2; q < p_.local_size_; ++q) reduce_local(a_.dtype, op, out, source(q), a_.count);
   }
 
-  // A large allreduce on one node is split: each rank reduces one block of
-  // the elements (in local-rank order, so the bits do not depend on who
-  // reduces), publishes it in its slot with done = t, and every rank copies
+  // A large allreduce is split: each rank reduces one block of the elements
+  // (in local-rank order, so the bits do not depend on who reduces), across
+  // nodes allreduces it over its rail (the same block of every node: regular
+  // layouts), publishes it in its slot with done = t, and every rank copies
   // the blocks. Each rank then reads about 2/L of the data from its peers
-  // instead of (L-1), and reduces 1/L of it.
+  // instead of (L-1), reduces 1/L of it and sends 1/L: no rank does the
+  // node's work alone.
   bool split() const {
-    return a_.coll == Coll::allreduce && !leader_mode() && p_.local_size_ > 1 && bytes() >= p_.split_bytes_;
+    return a_.coll == Coll::allreduce && p_.local_size_ > 1 && bytes() >= p_.split_bytes_ &&
+           (!leader_mode() || p_.rails_);
   }
   // Block q's first element and length, in elements: whole cache lines but the last.
   std::pair<std::size_t, std::size_t> block(int q) const {
@@ -163,8 +182,8 @@ class FastPath::Op final : public Request {
   }
 
   // This rank's block, reduced in its own slot (where it published no input:
-  // only this rank reads that block of its input, from the user's buffer),
-  // then copied to the user's buffer.
+  // only this rank reads that block of its input, from the user's buffer);
+  // on one node it is then final (PG_AVG's division included).
   void reduce_block() {
     const auto [lo, len] = block(p_.local_);
     const std::size_t size = dtype_size(a_.dtype), n = bytes();
@@ -175,9 +194,15 @@ class FastPath::Op final : public Request {
     char *out = p_.input(p_.local_, t_, n) + lo * size;
     reduce_into(a_.dtype, op, out, source(0), source(1), len);
     for (int q = 2; q < p_.local_size_; ++q) reduce_local(a_.dtype, op, out, source(q), len);
-    reduce_finish(a_.dtype, a_.op, out, len, p_.size_);
+    if (!leader_mode()) reduce_finish(a_.dtype, a_.op, out, len, p_.size_);
+  }
+
+  // This rank's final block: done = t for its peers, and into the user's buffer.
+  void share_block() {
+    const auto [lo, len] = block(p_.local_);
+    const std::size_t size = dtype_size(a_.dtype);
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].done.store(t_, std::memory_order_release);
-    std::memcpy(static_cast<char *>(a_.recv) + lo * size, out, len * size);
+    std::memcpy(static_cast<char *>(a_.recv) + lo * size, p_.input(p_.local_, t_, bytes()) + lo * size, len * size);
   }
 
   void gather_blocks() {
@@ -223,15 +248,22 @@ class FastPath::Op final : public Request {
     }
   }
 
-  // The leader's step across nodes failed: its node's ranks wait for its
+  // This rank's step across nodes failed: its node's ranks wait for its
   // `done`, so it says so there before returning the failure.
   pg_status fail_node(pg_status st) {
     const std::string why = last_error();
-    p_.parts_[0].flags[t_ % 2].done.store(t_ | kFailed, std::memory_order_release);
+    p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].done.store(t_ | kFailed, std::memory_order_release);
     stage_ = Stage::finished;
-    return fail_message(st, "fairring: rank " + std::to_string(p_.leader_rank_) +
-                                " (the first rank of its node) failed the step across nodes of this " +
-                                coll_name(a_.coll) + ": " + why);
+    return fail_message(st, "fairring: rank " + std::to_string(p_.rank_of_local_[static_cast<std::size_t>(p_.local_)]) +
+                                " failed its step across nodes of this " + coll_name(a_.coll) + ": " + why);
+  }
+
+  // Local rank q said its step across nodes failed.
+  pg_status failed_across(int q) {
+    stage_ = Stage::finished;
+    return fail(PG_ERR_BACKEND,
+                "fairring: rank %d of this node failed its step across nodes of this %s; its own message says why",
+                p_.rank_of_local_[static_cast<std::size_t>(q)], coll_name(a_.coll));
   }
 
   pg_status finish(bool *done) {
@@ -248,7 +280,7 @@ class FastPath::Op final : public Request {
   std::unique_ptr<Request> across_;
 };
 
-pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *leaders,
+pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *rail,
                            std::unique_ptr<FastPath> *out) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "flags are shared between processes");
   std::unique_ptr<FastPath> f(new FastPath());
@@ -256,12 +288,13 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *le
   MPI_Comm_size(node_comm, &f->local_size_);
   f->nodes_ = config.nodes;
   f->size_ = config.size;
-  f->leaders_ = leaders;
+  f->rail_ = rail;
+  f->rails_ = rail && config.regular;
   f->slot_bytes_ = round_up(config.slot_bytes, 64);
   f->split_bytes_ = config.split_bytes;
   f->fail_across_ = config.fail_across;
-  f->leader_rank_ = config.rank;
-  PG_MPI_CHECK(MPI_Bcast(&f->leader_rank_, 1, MPI_INT, 0, node_comm));
+  f->rank_of_local_.resize(static_cast<std::size_t>(f->local_size_));
+  PG_MPI_CHECK(MPI_Allgather(&config.rank, 1, MPI_INT, f->rank_of_local_.data(), 1, MPI_INT, node_comm));
   const std::size_t slots_at = round_up(2 * sizeof(Flag), kPage);
   NodeWindow window;
   PG_CHECK(allocate_node_window(node_comm, slots_at + 2 * f->slot_bytes_, "fairring's fast path", &window));

@@ -17,11 +17,15 @@
 // stores seq = t (release); waits until every local rank's seq[t%2] is t
 // (acquire); then reads what it needs straight from the peers' parts into the
 // user's buffer, reducing with the library's kernel in local-rank order, so
-// every rank gets the same bits. Across nodes (allreduce, barrier) the node's
-// first rank reduces, runs MPI among the first ranks of every node, puts the
-// result in its part and stores done = t; the others copy it. When its MPI
-// step fails it stores done = t | kFailed instead: its node's ranks return
-// PG_ERR_BACKEND naming it rather than wait for a result that will not come.
+// every rank gets the same bits. An allreduce from PGS_FAIRRING_SPLIT_BYTES is
+// split: each rank reduces one block, across nodes (regular layouts)
+// allreduces it over its rail, stores done = t, and copies the others'
+// blocks. Across nodes otherwise (barrier, small or irregular allreduce) the
+// node's first rank reduces, runs MPI among the first ranks of every node,
+// puts the result in its part and stores done = t; the others copy it. A rank
+// whose MPI step fails stores done = t | kFailed instead: its node's ranks
+// return PG_ERR_BACKEND naming it rather than wait for a result that will
+// not come.
 //
 // No barrier closes an operation: a rank writes parity t % 2 again only at
 // operation t + 2, after it has seen every local rank arrive at t + 1, which
@@ -48,12 +52,13 @@ class FastPath {
     std::size_t split_bytes = 0;  // allreduces on one node from this size up are split (PGS_FAIRRING_SPLIT_BYTES)
     int nodes = 1, size = 1;      // the strategy's nodes and ranks
     int rank = 0;                 // this rank in the strategy
+    bool regular = false;         // every node has as many ranks: rails carry the split blocks
     bool fail_across = false;     // testing: this rank's step across nodes fails (PGS_FAIRRING_FAULT)
   };
-  // Collective over node_comm. `leaders`: the rail of the node's first ranks
-  // (an instance of its own, for allreduce and barrier across nodes), or null
-  // on one node.
-  static pg_status create(MPI_Comm node_comm, const Config &config, Backend *leaders,
+  // Collective over node_comm. `rail`: this rank's rail (an instance of its
+  // own, for allreduce and barrier across nodes; the first ranks' rail is the
+  // leaders'), or null on one node.
+  static pg_status create(MPI_Comm node_comm, const Config &config, Backend *rail,
                           std::unique_ptr<FastPath> *out);
   ~FastPath();  // collective over the node, like create
   FastPath(const FastPath &) = delete;
@@ -93,11 +98,12 @@ class FastPath {
 
   MPI_Win win_ = MPI_WIN_NULL;
   int local_ = 0, local_size_ = 1, nodes_ = 1, size_ = 1;
-  int leader_rank_ = 0;  // the strategy rank of this node's first rank
+  std::vector<int> rank_of_local_;  // the strategy rank of each local rank
   bool fail_across_ = false;
   std::size_t slot_bytes_ = 0, split_bytes_ = 0;
   std::vector<Part> parts_;
-  Backend *leaders_ = nullptr;
+  Backend *rail_ = nullptr;
+  bool rails_ = false;  // split allreduces cross nodes on every rank's rail
   std::uint64_t started_ = 0;   // operations started here
   std::uint64_t finished_ = 0;  // operations finished here, in order
 };
