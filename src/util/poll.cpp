@@ -42,6 +42,13 @@ WaitRule wait_rule() {
 }
 
 void Backoff::idle() {
+  // The clock is read once per 64 rounds (a few µs of spinning): the rounds
+  // in between stay as short as the peer's answer is quick.
+  if (++rounds_ % 64 != 1) {
+    if (g_mode.load(std::memory_order_relaxed) == WaitRule::yield) sched_yield();
+    else cpu_relax();
+    return;
+  }
   const long long now = now_ns();
   if (since_ns_ == 0) since_ns_ = now;
   if (now - since_ns_ < g_budget_ns.load(std::memory_order_relaxed)) {
@@ -49,6 +56,7 @@ void Backoff::idle() {
     else cpu_relax();
     return;
   }
+  rounds_ = 0;  // every round past the budget naps
   // A nap makes the core idle, which a yield does not: the scheduler may then
   // move a runnable peer here (one sharing a core with a busy stranger).
   const struct timespec nap = {0, 20000};

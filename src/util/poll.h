@@ -26,11 +26,12 @@ WaitRule wait_rule();
 // One wait, by the rule: moved() starts it again (the peer answered).
 class Backoff {
  public:
-  void moved() { since_ns_ = 0; }
+  void moved() { since_ns_ = 0, rounds_ = 0; }
   void idle();
 
  private:
   long long since_ns_ = 0;  // when this wait began; 0: not begun
+  unsigned rounds_ = 0;
 };
 
 // How long a poll may go on, besides until it is done.
