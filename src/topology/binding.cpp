@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -112,13 +114,38 @@ std::string current_cpubind() {
   return out;
 }
 
+namespace {
+
+// Ranks on one kernel: its boot id, hashed to an MPI_Comm_split color.
+// Containers and network namespaces on one machine share the kernel, and its
+// CPUs, where MPI may see separate hosts. -1: no boot id here.
+int kernel_color() {
+  std::FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (!f) return -1;
+  char id[64] = {0};
+  const bool read = std::fgets(id, sizeof id, f) != nullptr;
+  std::fclose(f);
+  if (!read) return -1;
+  std::uint32_t h = 2166136261u;  // FNV-1a
+  for (const char *c = id; *c && *c != '\n'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 16777619u;
+  return static_cast<int>(h & 0x7fffffff);
+}
+
+}  // namespace
+
 pg_status host_share(MPI_Comm comm, HostShare *out) {
   cpu_set_t mine;
   CPU_ZERO(&mine);
   if (sched_getaffinity(0, sizeof mine, &mine) != 0)
     return fail(PG_ERR_INTERNAL, "sched_getaffinity failed: %s", std::strerror(errno));
+  // Every rank must take the same way: the kernel's boot id where all have one.
+  int color = kernel_color(), everywhere = color >= 0;
+  PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_LAND, comm));
   MPI_Comm host = MPI_COMM_NULL;
-  PG_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+  if (everywhere)
+    PG_MPI_CHECK(MPI_Comm_split(comm, color, 0, &host));
+  else
+    PG_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
   cpu_set_t all;
   int ranks = 1;
   const int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);

@@ -149,9 +149,11 @@ std::string current_cpubind();
 
 std::string describe_binding(const Binding &binding);
 
-// The ranks of `comm` on this host and the CPUs they may run on together (the
-// union of their affinity masks). Collective over comm. More ranks than CPUs:
-// the host is oversubscribed, and a waiting rank must give its core away.
+// The ranks of `comm` on this host (this kernel: containers and network
+// namespaces of one machine share its CPUs) and the CPUs they may run on
+// together (the union of their affinity masks). Collective over comm. More
+// ranks than CPUs: the host is oversubscribed, and a waiting rank must give
+// its core away.
 struct HostShare {
   int ranks = 1, cpus = 1;
   bool oversubscribed() const { return ranks > cpus; }

@@ -63,7 +63,8 @@ const params::Param<Settings> kRows[] = {
      },
      [](const Settings &s) { return std::to_string(s.fast_bytes); }},
     {"PGS_FAIRRING_SPLIT_BYTES", "4K",
-     "fast-path allreduces on one node from this size up: each rank reduces one block, then all copy the blocks",
+     "fast-path allreduces from this size up: each rank reduces one block (across nodes: over its rail), then all "
+     "copy the blocks",
      [](const char *n, const char *v, Settings *s) { return params::parse_size(n, v, &s->split_bytes); },
      [](const Settings &s) { return std::to_string(s.split_bytes); }},
     // Fault injection for the tests: a failure the way an MPI error would
