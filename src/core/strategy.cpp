@@ -93,12 +93,21 @@ pg_status choose_wait_rule(pg_strategy *s) {
   const Settings::Wait wait = s->settings.wait;
   WaitRule rule;
   rule.budget_us = s->settings.wait_budget_us;
-  const bool yield = wait == Settings::Wait::yield || (wait == Settings::Wait::auto_ && share.oversubscribed());
+  // Once a strategy of this process found more ranks than CPUs, automatic
+  // yielding stays: a strategy on a subset of the ranks (a split) does not
+  // make the host's other ranks go away.
+  static std::atomic<bool> oversubscribed_before{false};
+  const bool yielding = wait == Settings::Wait::auto_ && oversubscribed_before.load();
+  if (share.oversubscribed()) oversubscribed_before = true;
+  const bool yield = wait == Settings::Wait::yield ||
+                     (wait == Settings::Wait::auto_ && (share.oversubscribed() || yielding));
   rule.mode = yield ? WaitRule::yield : WaitRule::spin;
   set_wait_rule(rule);
-  const std::string why = wait != Settings::Wait::auto_ ? "PGS_WAIT" : std::to_string(share.ranks) + " ranks on " +
-                                                                            std::to_string(share.cpus) +
-                                                                            " CPUs of this host";
+  std::string why = "PGS_WAIT";
+  if (wait == Settings::Wait::auto_)
+    why = std::to_string(share.ranks) + " ranks on " + std::to_string(share.cpus) + " CPUs of this host" +
+          (yielding && !share.oversubscribed() ? "; an earlier strategy of this process found more ranks than CPUs"
+                                               : "");
   s->waiting = std::string("wait=") + (yield ? "yield" : "spin") + " " + std::to_string(s->settings.wait_budget_us) +
                " us then nap (" + why + ")";
   return PG_OK;

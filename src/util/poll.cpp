@@ -27,6 +27,12 @@ long long now_ns() {
 std::atomic<int> g_mode{WaitRule::spin};
 std::atomic<long long> g_budget_ns{10000000};
 
+// Spinning in place, or, by the rule, handing the core to whoever else is runnable.
+void relax() {
+  if (g_mode.load(std::memory_order_relaxed) == WaitRule::yield) sched_yield();
+  else cpu_relax();
+}
+
 }  // namespace
 
 void set_wait_rule(const WaitRule &rule) {
@@ -42,23 +48,15 @@ WaitRule wait_rule() {
 }
 
 void Backoff::idle() {
-  // The clock is read once per 64 rounds (a few µs of spinning): the rounds
-  // in between stay as short as the peer's answer is quick.
-  if (++rounds_ % 64 != 1) {
-    if (g_mode.load(std::memory_order_relaxed) == WaitRule::yield) sched_yield();
-    else cpu_relax();
-    return;
-  }
+  // The clock is read once per 64 rounds (a few µs): the short waits, the
+  // common ones, never read it.
+  if (++rounds_ % 64 != 0) return relax();
   const long long now = now_ns();
   if (since_ns_ == 0) since_ns_ = now;
-  if (now - since_ns_ < g_budget_ns.load(std::memory_order_relaxed)) {
-    if (g_mode.load(std::memory_order_relaxed) == WaitRule::yield) sched_yield();
-    else cpu_relax();
-    return;
-  }
-  rounds_ = 0;  // every round past the budget naps
+  if (now - since_ns_ < g_budget_ns.load(std::memory_order_relaxed)) return relax();
+  rounds_ = 63;  // past the budget, every round naps
   // A nap makes the core idle, which a yield does not: the scheduler may then
-  // move a runnable peer here (one sharing a core with a busy stranger).
+  // run a peer, or another process, here.
   const struct timespec nap = {0, 20000};
   nanosleep(&nap, nullptr);
 }

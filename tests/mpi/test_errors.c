@@ -131,6 +131,17 @@ int main(void) {
     PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
     PG_TEST_STATUS(pg_strategy_describe(s, long_text, sizeof long_text), PG_OK);
     PG_TEST_TRUE(strstr(long_text, expected) != NULL, "describe has '%s': %s", expected, long_text);
+    /* A split leaves the host's other ranks running: yielding, once chosen, stays. */
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    pg_strategy *sub = NULL;
+    PG_TEST_STATUS(pg_strategy_split(s, rank < 2 ? 0 : 1, rank, &sub), PG_OK);
+    if (sub) {
+      PG_TEST_STATUS(pg_strategy_describe(sub, long_text, sizeof long_text), PG_OK);
+      PG_TEST_TRUE(strstr(long_text, size > CPU_COUNT(&all) ? "wait=yield" : "wait=spin") != NULL,
+                   "the split's rule: %s", long_text);
+      pg_strategy_destroy(sub);
+    }
     pg_strategy_destroy(s);
   }
 
