@@ -86,7 +86,8 @@ class FastPath::Op final : public Request {
     }
     if (stage_ == Stage::share) {
       for (int q = 0; q < p_.local_size_; ++q) {
-        const std::uint64_t d = p_.parts_[static_cast<std::size_t>(q)].flags[t_ % 2].done.load(std::memory_order_acquire);
+        const Flag &flag = p_.parts_[static_cast<std::size_t>(q)].flags[t_ % 2];
+        const std::uint64_t d = flag.done.load(std::memory_order_acquire);
         if ((d & ~kFailed) < t_) return PG_OK;
         if (d & kFailed) return failed_across(q);
       }
