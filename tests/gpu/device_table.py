@@ -119,8 +119,9 @@ def main():
     def ranks(path):
         return int(re.sub(r"\D", "", os.path.basename(path)) or 0)
 
-    for path in sorted(args.scaling, key=ranks):
-        print(f"  {ranks(path)} ranks")
+    for path in sorted(args.scaling, key=lambda p: (ranks(p), "tree" in p)):
+        forced = " (the tree forced: PGS_FAIRRING_TREE_RANKS=2)" if "tree" in os.path.basename(path) else ""
+        print(f"  {ranks(path)} ranks{forced}")
         size_rows(path, [("fairring", "fairring"), ("mpi-raw", "mpi-raw")],
                   lambda v: v["fairring"] and v["mpi-raw"] and f"ratio {v['fairring'] / v['mpi-raw']:.3f}")
 

@@ -182,7 +182,13 @@ for ranks in 2 4 8 16; do
   [ "$ranks" -le "$jobs" ] || break
   step "pg-bench: CPU scaling, $ranks ranks on one node" 60 mpiexec -n "$ranks" "$bench" -B fairring,mpi-raw \
     -b 8 -e 16M -f 8 -n 10 -w 2 -r 3 --csv "$build/scaling-$ranks.csv" || status=1
+  last=$ranks
 done
+# Small messages up the tree at the largest count (PGS_FAIRRING_TREE_RANKS=2
+# forces it), against the whole-input reads above: where the tree starts to pay.
+[ -n "${last:-}" ] && step "pg-bench: CPU scaling, $last ranks, the tree forced" 60 \
+  env PGS_FAIRRING_TREE_RANKS=2 mpiexec -n "$last" "$bench" -B fairring,mpi-raw -b 8 -e 2K -f 4 -n 10 -w 2 -r 3 \
+  --csv "$build/scaling-tree-$last.csv" || status=1
 
 # --- 4. the table ----------------------------------------------------------------
 python3 "$src/tests/gpu/device_table.py" --tests "$tests_log" --gpu "${gpu:-none}" \

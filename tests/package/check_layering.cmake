@@ -53,6 +53,9 @@ foreach(dir IN LISTS backends)
   endif()
 endforeach()
 file(GLOB_RECURSE files ${SOURCE_DIR}/tools/*.h ${SOURCE_DIR}/tools/*.cpp)
+# Hidden folders hold what the comparison scripts download or unpack (other
+# MPIs, other revisions' sources), not the tools.
+list(FILTER files EXCLUDE REGEX "/tools/.*/\\.[^/]+/")
 foreach(file IN LISTS files)
   file(STRINGS ${file} includes REGEX "^#include \"[a-z_]+/")
   foreach(line IN LISTS includes)

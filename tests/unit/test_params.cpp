@@ -119,7 +119,8 @@ TEST(Params, FairringDefaultsByDevice) {
   EXPECT_EQ(unset.for_device(true).slice_bytes, std::size_t(4) << 20);
   EXPECT_EQ(unset.for_device(true).min_bytes, std::size_t(8) << 20);
   EXPECT_EQ(unset.schedule(), "PGS_FAIRRING_SLICE_BYTES=default PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=default "
-            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=262144 PGS_FAIRRING_SPLIT_BYTES=4096");
+            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=262144 PGS_FAIRRING_SPLIT_BYTES=4096 "
+            "PGS_FAIRRING_TREE_RANKS=32");
   setenv("PGS_FAIRRING_SLICE_BYTES", "1K", 1);
   setenv("PGS_FAIRRING_MIN_BYTES", "0", 1);
   ASSERT_EQ(Settings::read(&read_back), PG_OK);
@@ -129,7 +130,8 @@ TEST(Params, FairringDefaultsByDevice) {
     EXPECT_EQ(set.for_device(cuda).min_bytes, 0u);
   }
   EXPECT_EQ(set.schedule(), "PGS_FAIRRING_SLICE_BYTES=1024 PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=0 "
-                            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=262144 PGS_FAIRRING_SPLIT_BYTES=4096");
+                            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=262144 PGS_FAIRRING_SPLIT_BYTES=4096 "
+                            "PGS_FAIRRING_TREE_RANKS=32");
   unsetenv("PGS_FAIRRING_SLICE_BYTES");
   unsetenv("PGS_FAIRRING_MIN_BYTES");
 }

@@ -49,7 +49,8 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
       const std::vector<int> &failing = settings_.fail_across;
-      FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, shape_.nodes, c.size, c.rank, !irregular,
+      FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
+                              c.size, c.rank, !irregular,
                               std::find(failing.begin(), failing.end(), c.rank) != failing.end()};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
@@ -143,11 +144,13 @@ class FairringBackend final : public Backend {
       d += nodes + " x " + std::to_string(shape_.local_size) + " ranks per node, " +
            std::to_string(shape_.local_size) + " rails of " + std::to_string(shape_.nodes);
     if (fast_) d += ", fast path of " + text::format_bytes(fast_->footprint()) + " per rank";
+    if (fast_ && fast_->tree()) d += " (a tree below " + text::format_bytes(settings_.split_bytes) + ")";
     return d + ", slices of " + text::format_bytes(*settings_.slice_bytes) + ", " +
            std::to_string(settings_.inflight) + " in flight, " +
            (situation_.cuda ? "NCCL in the node, MPI on the rails through pinned host memory (device memory where MPI is "
                     "CUDA-aware)"
-                  : "shared memory in the node") +
+                  : "shared memory in the node (ordinary buffers copied into its slots, pg_mem_alloc buffers "
+                    "read in place)") +
            "; " + describe_rule(situation_, settings_.algorithm);
   }
 

@@ -16,6 +16,7 @@ namespace pg::fairring {
 namespace {
 
 constexpr std::size_t kPage = 4096;
+constexpr int kRadix = 4;  // children per rank in the tree
 
 // The bytes a rank publishes for `a` (its input), on `ranks` ranks.
 std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
@@ -43,46 +44,53 @@ class FastPath::Op final : public Request {
     *done = false;
     if (stage_ == Stage::publish) {
       if (p_.finished_ + 1 < t_) return PG_OK;  // the operation before this one is not done here
-      publish();
+      if (!tree()) publish();
       stage_ = Stage::gather;
     }
     if (stage_ == Stage::gather) {
-      if (leader_mode() && !split() && p_.local_ != 0) {
-        const std::uint64_t d = p_.parts_[0].flags[t_ % 2].done.load(std::memory_order_acquire);
-        if ((d & ~kFailed) < t_) return PG_OK;
-        if (d & kFailed) return failed_across(0);
-        if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
-        return finish(done);
-      }
-      if (!p_.arrived(t_)) return PG_OK;
-      if (split()) {
-        reduce_block();
-        if (!leader_mode()) {
-          share_block();
-          stage_ = Stage::share;
-        } else {  // this rank's block over its rail: every rank sends its own part of the node's work
-          const auto [lo, len] = block(p_.local_);
-          char *mine = p_.input(p_.local_, t_, bytes()) + lo * dtype_size(a_.dtype);
-          const CollArgs across =
-              CollArgs::reduction(Coll::allreduce, mine, mine, len, a_.dtype, combining_op(a_.op)).placed(0);
-          const pg_status st = len > 0 ? p_.rail_->start(across, &across_) : PG_OK;
-          if (st != PG_OK) return fail_node(st);
-          stage_ = Stage::across;
+      if (tree()) {
+        if (!children_arrived()) return PG_OK;
+        climb();
+        if (p_.local_ != 0) {
+          stage_ = Stage::result;
+        } else if (leader_mode()) {
+          if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
+          PG_CHECK(cross(a_.recv, a_.count));
+        } else {
+          char *total = p_.input(0, t_, bytes());
+          if (a_.coll == Coll::allreduce) reduce_finish(a_.dtype, a_.op, total, a_.count, p_.size_);
+          p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
+          if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes());
+          return finish(done);
         }
-      } else if (!leader_mode()) {
-        read_node();
-        return finish(done);
+      } else if (leader_mode() && !split() && p_.local_ != 0) {
+        stage_ = Stage::result;
       } else {
-        if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
-        const CollArgs across = a_.coll == Coll::allreduce
-                                    ? CollArgs::reduction(Coll::allreduce, a_.recv, a_.recv, a_.count, a_.dtype,
-                                                          combining_op(a_.op))
-                                          .placed(0)
-                                    : CollArgs{};
-        const pg_status st = p_.rail_->start(across, &across_);
-        if (st != PG_OK) return fail_node(st);
-        stage_ = Stage::across;
+        if (!p_.arrived(t_)) return PG_OK;
+        if (split()) {
+          reduce_block();
+          if (leader_mode()) {  // every rank sends its own block over its rail
+            const auto [lo, len] = block(p_.local_);
+            PG_CHECK(cross(p_.input(p_.local_, t_, bytes()) + lo * dtype_size(a_.dtype), len));
+          } else {
+            share_block();
+            stage_ = Stage::share;
+          }
+        } else if (leader_mode()) {
+          if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
+          PG_CHECK(cross(a_.recv, a_.count));
+        } else {
+          read_node();
+          return finish(done);
+        }
       }
+    }
+    if (stage_ == Stage::result) {  // the node's first rank's result
+      const std::uint64_t d = p_.parts_[0].flags[t_ % 2].done.load(std::memory_order_acquire);
+      if ((d & ~kFailed) < t_) return PG_OK;
+      if (d & kFailed) return failed_across(0);
+      if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
+      return finish(done);
     }
     if (stage_ == Stage::share) {
       for (int q = 0; q < p_.local_size_; ++q) {
@@ -121,9 +129,53 @@ class FastPath::Op final : public Request {
   }
 
  private:
-  enum class Stage { publish, gather, share, across, finished };
+  enum class Stage { publish, gather, result, share, across, finished };
 
   bool leader_mode() const { return p_.nodes_ > 1; }
+  // Small allreduces and barriers on a node of PGS_FAIRRING_TREE_RANKS or more go up the tree.
+  bool tree() const {
+    return p_.tree_ && (a_.coll == Coll::barrier || (a_.coll == Coll::allreduce && !split()));
+  }
+  // This rank's children in the tree: local ranks kRadix * local + 1 ... (fewer at the bottom).
+  std::pair<int, int> children() const {
+    const int first = kRadix * p_.local_ + 1;
+    return {std::min(first, p_.local_size_), std::min(first + kRadix, p_.local_size_)};
+  }
+  bool children_arrived() const {
+    const auto [first, end] = children();
+    for (int q = first; q < end; ++q)
+      if (p_.parts_[static_cast<std::size_t>(q)].flags[t_ % 2].seq.load(std::memory_order_acquire) < t_) return false;
+    return true;
+  }
+  // This rank's input combined with its children's partial results (its own
+  // first, then theirs in order) into its flag or slot, then seq = t.
+  void climb() {
+    const std::size_t n = bytes();
+    if (a_.coll == Coll::allreduce) {
+      char *out = p_.input(p_.local_, t_, n);
+      const auto [first, end] = children();
+      const pg_op op = combining_op(a_.op);
+      if (first == end) {
+        std::memcpy(out, a_.send, n);
+      } else {
+        reduce_into(a_.dtype, op, out, a_.send, p_.input(first, t_, n), a_.count);
+        for (int q = first + 1; q < end; ++q) reduce_local(a_.dtype, op, out, p_.input(q, t_, n), a_.count);
+      }
+    }
+    p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].seq.store(t_, std::memory_order_release);
+  }
+  // This rank's step across nodes, in place over its rail: an allreduce of
+  // `count` elements at `at` (none: nothing to send), or a barrier.
+  pg_status cross(void *at, std::size_t count) {
+    stage_ = Stage::across;
+    if (a_.coll == Coll::allreduce && count == 0) return PG_OK;
+    const CollArgs across =
+        a_.coll == Coll::allreduce
+            ? CollArgs::reduction(Coll::allreduce, at, at, count, a_.dtype, combining_op(a_.op)).placed(0)
+            : CollArgs{};
+    const pg_status st = p_.rail_->start(across, &across_);
+    return st == PG_OK ? PG_OK : fail_node(st);
+  }
   std::size_t bytes() const { return a_.count * dtype_size(a_.dtype); }
 
   // This rank's input into its own flag or slot, then seq = t. Across nodes,
@@ -293,6 +345,7 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *ra
   f->rails_ = rail && config.regular;
   f->slot_bytes_ = round_up(config.slot_bytes, 64);
   f->split_bytes_ = config.split_bytes;
+  f->tree_ = config.tree_ranks > 0 && f->local_size_ >= config.tree_ranks;
   f->fail_across_ = config.fail_across;
   f->rank_of_local_.resize(static_cast<std::size_t>(f->local_size_));
   PG_MPI_CHECK(MPI_Allgather(&config.rank, 1, MPI_INT, f->rank_of_local_.data(), 1, MPI_INT, node_comm));

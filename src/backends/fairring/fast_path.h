@@ -13,6 +13,15 @@
 //                                            with kFailed, the leader's step
 //                                            across nodes failed
 //
+// On nodes of PGS_FAIRRING_TREE_RANKS ranks or more, allreduces below the
+// split and barriers go up a 4-ary tree of the local ranks instead: a rank
+// waits for its children's seq = t, stores its input combined with their
+// partial results (its own first, then theirs in order) in its flag or slot,
+// then seq = t; local rank 0, the root, holds the node's result, stores
+// done = t (after the step across nodes, as above), and every rank copies it.
+// About log4(L) + 1 flag hops, k lines read per rank, instead of every rank
+// reading all L inputs.
+//
 // An operation: every rank copies its input to its own flag or slot and
 // stores seq = t (release); waits until every local rank's seq[t%2] is t
 // (acquire); then reads what it needs straight from the peers' parts into the
@@ -49,7 +58,8 @@ class FastPath {
  public:
   struct Config {
     std::size_t slot_bytes = 0;   // the largest input one rank publishes in a slot (PGS_FAIRRING_FAST_BYTES)
-    std::size_t split_bytes = 0;  // allreduces on one node from this size up are split (PGS_FAIRRING_SPLIT_BYTES)
+    std::size_t split_bytes = 0;  // allreduces from this size up are split (PGS_FAIRRING_SPLIT_BYTES)
+    int tree_ranks = 0;           // nodes of this many ranks or more use the tree below it (PGS_FAIRRING_TREE_RANKS)
     int nodes = 1, size = 1;      // the strategy's nodes and ranks
     int rank = 0;                 // this rank in the strategy
     bool regular = false;         // every node has as many ranks: rails carry the split blocks
@@ -67,6 +77,8 @@ class FastPath {
   // Bytes of shared memory this rank's part takes, and the largest input a slot holds.
   std::size_t footprint() const;
   std::size_t slot_bytes() const { return slot_bytes_; }
+  // Whether small allreduces and barriers go up the tree on this node.
+  bool tree() const { return tree_; }
   // Whether the path serves `a`: a collective it has, an input that fits a
   // slot, and across nodes only allreduce and barrier.
   bool fits(const CollArgs &a) const;
@@ -101,6 +113,7 @@ class FastPath {
   std::vector<int> rank_of_local_;  // the strategy rank of each local rank
   bool fail_across_ = false;
   std::size_t slot_bytes_ = 0, split_bytes_ = 0;
+  bool tree_ = false;  // small allreduces and barriers go up a tree (a node of PGS_FAIRRING_TREE_RANKS or more)
   std::vector<Part> parts_;
   Backend *rail_ = nullptr;
   bool rails_ = false;  // split allreduces cross nodes on every rank's rail

@@ -67,6 +67,10 @@ const params::Param<Settings> kRows[] = {
      "copy the blocks",
      [](const char *n, const char *v, Settings *s) { return params::parse_size(n, v, &s->split_bytes); },
      [](const Settings &s) { return std::to_string(s.split_bytes); }},
+    {"PGS_FAIRRING_TREE_RANKS", "32",
+     "nodes of at least this many ranks reduce small allreduces and barriers up a 4-ary tree; 0: never",
+     [](const char *n, const char *v, Settings *s) { return params::parse_int(n, v, 0, 1 << 20, &s->tree_ranks); },
+     [](const Settings &s) { return std::to_string(s.tree_ranks); }},
     // Fault injection for the tests: a failure the way an MPI error would
     // come, after the rank's part of the step (so no other node waits for it).
     {"PGS_FAIRRING_FAULT", "unset",

@@ -27,6 +27,8 @@ class Settings final : public BackendSettings {
   static constexpr std::size_t kMaxFastBytes = std::size_t(16) << 20;
   std::size_t split_bytes = kSplitBytes;   // PGS_FAIRRING_SPLIT_BYTES
   static constexpr std::size_t kSplitBytes = std::size_t(4) << 10;
+  int tree_ranks = kTreeRanks;             // PGS_FAIRRING_TREE_RANKS; 0: never
+  static constexpr int kTreeRanks = 32;
   std::vector<int> fail_across;            // PGS_FAIRRING_FAULT=across:<ranks> (testing)
   std::vector<std::string> given;          // as set, by row
 
