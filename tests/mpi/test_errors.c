@@ -78,7 +78,7 @@ int main(void) {
   setenv("PGS_BACKEND", "cpu:mpi,cuda:nccl", 1);
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
   PG_TEST_TRUE(s && strcmp(pg_strategy_backend(s), "mpi") == 0, "map selects mpi");
-  char text[512];
+  char text[4096];
   PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
   PG_TEST_TRUE(strstr(text, "PGS_BACKEND") != NULL, "describe names the rule: %s", text);
   pg_strategy_destroy(s);
@@ -113,9 +113,8 @@ int main(void) {
   setenv("PGS_WAIT", "yield", 1);
   setenv("PGS_WAIT_BUDGET", "250", 1);
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
-  char long_text[4096];
-  PG_TEST_STATUS(pg_strategy_describe(s, long_text, sizeof long_text), PG_OK);
-  PG_TEST_TRUE(strstr(long_text, "wait=yield 250 us then nap (PGS_WAIT)") != NULL, "describe: %s", long_text);
+  PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+  PG_TEST_TRUE(strstr(text, "wait=yield 250 us then nap (PGS_WAIT)") != NULL, "describe: %s", text);
   pg_strategy_destroy(s);
   unsetenv("PGS_WAIT");
   unsetenv("PGS_WAIT_BUDGET");
@@ -129,17 +128,17 @@ int main(void) {
     snprintf(expected, sizeof expected, "wait=%s 10000 us then nap (%d ranks on %d CPUs of this host)",
              size > CPU_COUNT(&all) ? "yield" : "spin", size, CPU_COUNT(&all));
     PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
-    PG_TEST_STATUS(pg_strategy_describe(s, long_text, sizeof long_text), PG_OK);
-    PG_TEST_TRUE(strstr(long_text, expected) != NULL, "describe has '%s': %s", expected, long_text);
+    PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+    PG_TEST_TRUE(strstr(text, expected) != NULL, "describe has '%s': %s", expected, text);
     /* A split leaves the host's other ranks running: yielding, once chosen, stays. */
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     pg_strategy *sub = NULL;
     PG_TEST_STATUS(pg_strategy_split(s, rank < 2 ? 0 : 1, rank, &sub), PG_OK);
     if (sub) {
-      PG_TEST_STATUS(pg_strategy_describe(sub, long_text, sizeof long_text), PG_OK);
-      PG_TEST_TRUE(strstr(long_text, size > CPU_COUNT(&all) ? "wait=yield" : "wait=spin") != NULL,
-                   "the split's rule: %s", long_text);
+      PG_TEST_STATUS(pg_strategy_describe(sub, text, sizeof text), PG_OK);
+      PG_TEST_TRUE(strstr(text, size > CPU_COUNT(&all) ? "wait=yield" : "wait=spin") != NULL,
+                   "the split's rule: %s", text);
       pg_strategy_destroy(sub);
     }
     pg_strategy_destroy(s);

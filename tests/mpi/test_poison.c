@@ -76,7 +76,7 @@ int main(void) {
     PG_TEST_TRUE(strstr(pg_last_error(), "MPI_Recv") && strstr(pg_last_error(), "runcat"),
                  "MPI's own text expected: %s", pg_last_error());
     every_call_refused(s, shared);
-    char text[512];
+    char text[2048];
     PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
     PG_TEST_TRUE(strstr(text, "unusable") != NULL, "describe: %s", text);
     PG_TEST_STATUS(pg_strategy_info(s, "host", text, sizeof text), PG_OK);
