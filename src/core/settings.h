@@ -8,6 +8,7 @@
 
 #include "topology/machine.h"
 #include "util/params.h"
+#include "util/poll.h"
 
 namespace pg {
 
@@ -21,7 +22,7 @@ struct Settings {
   double timeout_s = 0;                          // PGS_TIMEOUT; 0 = off
   topology::Bind bind = topology::Bind::none;    // PGS_BIND
   enum class Wait { auto_, spin, yield } wait = Wait::auto_;  // PGS_WAIT
-  int wait_budget_us = 10000;                    // PGS_WAIT_BUDGET
+  int wait_budget_us = static_cast<int>(WaitRule{}.budget_us);  // PGS_WAIT_BUDGET
   std::string trace_dir;                         // PGS_TRACE; empty: the flight recorder is off
   std::size_t trace_entries = 4096;              // PGS_TRACE_ENTRIES
   std::vector<std::string> given;                // as set, by row

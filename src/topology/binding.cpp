@@ -1,4 +1,5 @@
-// PGS_BIND: which NUMA node a rank runs on, and binding the process there.
+// PGS_BIND: which NUMA node a rank runs on, and binding the process there;
+// and how many ranks share this host's CPUs (the wait rule's question).
 #include <hwloc.h>
 #include <sched.h>
 

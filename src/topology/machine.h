@@ -3,7 +3,8 @@
 // rules):
 //   hwloc_machine.cpp  loading (once per process) and extracting the node
 //   gpu_select.cpp     CUDA_VISIBLE_DEVICES and the local rank's GPU
-//   binding.cpp        PGS_BIND: which NUMA node, and applying it
+//   binding.cpp        PGS_BIND: which NUMA node, and applying it; the ranks
+//                      sharing this host's CPUs
 //   machine.cpp        prepare_rank, the per-rank step of strategy creation
 #pragma once
 

@@ -24,8 +24,8 @@ long long now_ns() {
 }
 
 // The rule, read by every wait: two words that change only at a create.
-std::atomic<int> g_mode{WaitRule::spin};
-std::atomic<long long> g_budget_ns{10000000};
+std::atomic<int> g_mode{WaitRule{}.mode};
+std::atomic<long long> g_budget_ns{static_cast<long long>(WaitRule{}.budget_us * 1000)};
 
 // Spinning in place, or, by the rule, handing the core to whoever else is runnable.
 void relax() {
@@ -38,13 +38,6 @@ void relax() {
 void set_wait_rule(const WaitRule &rule) {
   g_mode.store(rule.mode, std::memory_order_relaxed);
   g_budget_ns.store(static_cast<long long>(rule.budget_us * 1000), std::memory_order_relaxed);
-}
-
-WaitRule wait_rule() {
-  WaitRule rule;
-  rule.mode = static_cast<WaitRule::Mode>(g_mode.load(std::memory_order_relaxed));
-  rule.budget_us = static_cast<double>(g_budget_ns.load(std::memory_order_relaxed)) / 1000;
-  return rule;
 }
 
 void Backoff::idle() {

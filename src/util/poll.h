@@ -21,7 +21,6 @@ struct WaitRule {
   double budget_us = 10000;
 };
 void set_wait_rule(const WaitRule &rule);
-WaitRule wait_rule();
 
 // One wait, by the rule: moved() starts it again (the peer answered).
 class Backoff {
