@@ -8,7 +8,8 @@
 #
 # REV: anything git names (a commit, a branch, HEAD~3), or "." for the working
 # tree as it is. JOBS: jobs per revision (default 5); RANKS: ranks per job
-# (default 2); --load N: N CPU-bound processes beside rank 0 (pg-bench --load).
+# (default 2); --load N: N CPU-bound processes beside rank 0 (pg-bench --load,
+# which both revisions must have).
 # PG-BENCH ARGS default to an allreduce sweep of fairring and mpi-raw from 8 B
 # to 64 MiB (-c 0). Builds and results in tools/pg-bench/compare/.ab/ (ignored by git).
 set -euo pipefail
@@ -20,11 +21,11 @@ while [ $# -gt 0 ]; do
     -j) jobs=$2; shift 2 ;;
     -n) ranks=$2; shift 2 ;;
     --load) load=(--load "$2"); shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[ $# -ge 2 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 revs=("$1" "$2")
 shift 2
 [ "${1:-}" = -- ] && shift
