@@ -9,7 +9,15 @@
 namespace pgbench {
 namespace {
 
-constexpr int kSpreadWidth = 19;  // "min-max" of a row's time over repetitions
+// The min-max column of a row's time over repetitions, shown only with -r > 1:
+// a space and `text` right-aligned in its width.
+constexpr int kSpreadWidth = 19;
+std::string spread_cell(bool spread, const std::string &text) {
+  if (!spread) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " %*s", kSpreadWidth, text.c_str());
+  return buf;
+}
 
 const char *redop_label(Collective c, pg_op op) { return is_reduction(c) ? pg_op_name(op) : "none"; }
 
@@ -132,7 +140,7 @@ void Report::table_header(const Results &res, size_t c) const {
   const Collective coll = res.collectives[c];
   const int w = static_cast<int>(name_width(res));
   const bool spread = res.repetitions > 1;
-  const int block = spread ? 36 + kSpreadWidth + 1 : 36;
+  const int block = spread ? 36 + 1 + kSpreadWidth : 36;
   std::fprintf(out_, "#\n# %s (busbw factor %.3f on %d ranks)\n", collective_name(coll),
                busbw_factor(coll, res.nranks), res.nranks);
   // Each placement's block is `block` columns wide, after 44 + w columns of row key.
@@ -141,11 +149,11 @@ void Report::table_header(const Results &res, size_t c) const {
   std::string names, units;
   for (int ip = 0; ip < 2; ++ip) {
     char buf[128];
-    std::snprintf(buf, sizeof buf, "  %10s%s%*s %7s %7s %7s", "time", spread ? " " : "", spread ? kSpreadWidth : 0,
-                  spread ? "min-max" : "", "algbw", "busbw", "#wrong");
+    std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s", "time", spread_cell(spread, "min-max").c_str(), "algbw",
+                  "busbw", "#wrong");
     names += buf;
-    std::snprintf(buf, sizeof buf, "  %10s%s%*s %7s %7s %7s", "(us)", spread ? " " : "", spread ? kSpreadWidth : 0,
-                  spread ? "(us)" : "", "(GB/s)", "(GB/s)", "");
+    std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s", "(us)", spread_cell(spread, "(us)").c_str(), "(GB/s)",
+                  "(GB/s)", "");
     units += buf;
   }
   std::fprintf(out_, "#%12s %12s %9s %7s %*s%s\n", "size", "count", "type", "redop", w, "backend", names.c_str());
@@ -165,17 +173,15 @@ void Report::rows_done(const Results &res, size_t c, size_t s) const {
     bool any = false;
     for (int ip = 0; ip < 2; ++ip) {
       Row row;
-      char range[64] = "", buf[160];
+      char range[64], buf[160];
       if (row_over_repetitions(res, c, s, b, ip, &row)) {
         any = true;
         const double alg = algbw(l.bytes, row.time_us);
-        if (spread) std::snprintf(range, sizeof range, "%.2f-%.2f", row.min_us, row.max_us);
-        std::snprintf(buf, sizeof buf, "  %10.2f%s%*s %7.2f %7.2f %7s", row.time_us, spread ? " " : "",
-                      spread ? kSpreadWidth : 0, range, alg, alg * res.busbw_factor(c, b),
-                      row.checked ? std::to_string(row.wrong).c_str() : "N/A");
+        std::snprintf(range, sizeof range, "%.2f-%.2f", row.min_us, row.max_us);
+        std::snprintf(buf, sizeof buf, "  %10.2f%s %7.2f %7.2f %7s", row.time_us, spread_cell(spread, range).c_str(),
+                      alg, alg * res.busbw_factor(c, b), row.checked ? std::to_string(row.wrong).c_str() : "N/A");
       } else {
-        std::snprintf(buf, sizeof buf, "  %10s%s%*s %7s %7s %7s", "-", spread ? " " : "", spread ? kSpreadWidth : 0,
-                      spread ? "-" : "", "-", "-", "-");
+        std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s", "-", spread_cell(spread, "-").c_str(), "-", "-", "-");
       }
       cells += buf;
     }
