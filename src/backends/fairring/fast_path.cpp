@@ -34,8 +34,10 @@ std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
 }  // namespace
 
 // One operation: publish (once the operation before it is done here), wait,
-// then read the peers' parts; across nodes the leader's MPI step and the
-// others' wait for its result. test() moves it as far as it can without waiting.
+// then read the peers' parts (on large nodes, small ones climb the tree
+// instead); across nodes the MPI step of each rank that crosses, and the
+// others' wait for the result. test() moves it as far as it can without
+// waiting.
 class FastPath::Op final : public Request {
  public:
   Op(FastPath &path, const CollArgs &a, std::uint64_t t) : p_(path), a_(a), t_(t) {}
