@@ -78,6 +78,9 @@ int run(const Options &opts, MPI_Comm comm) {
     Results res;
     try {
       const Load load(rank == 0 ? opts.load : 0);
+      if (rank == 0 && load.started() < opts.load)
+        std::fprintf(stderr, "pg-bench: warning: --load %d: only %d processes could be started (fork failed)\n",
+                     opts.load, load.started());
       res = run_sweep(opts, comm, backends,
                       [&](const Results &r, size_t c, size_t s) {
                         if (rank == 0) report.rows_done(r, c, s);

@@ -40,40 +40,41 @@ std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
 // waiting.
 class FastPath::Op final : public Request {
  public:
-  Op(FastPath &path, const CollArgs &a, std::uint64_t t) : p_(path), a_(a), t_(t) {}
+  Op(FastPath &path, const CollArgs &a, std::uint64_t t)
+      : p_(path), a_(a), t_(t), bytes_(a.count * dtype_size(a.dtype)), split_(splits()), tree_(climbs()) {}
 
   pg_status test(bool *done) override {
     *done = false;
     if (stage_ == Stage::publish) {
       if (p_.finished_ + 1 < t_) return PG_OK;  // the operation before this one is not done here
-      if (!tree()) publish();
+      if (!tree_) publish();
       stage_ = Stage::gather;
     }
     if (stage_ == Stage::gather) {
-      if (tree()) {
+      if (tree_) {
         if (!children_arrived()) return PG_OK;
         climb();
         if (p_.local_ != 0) {
           stage_ = Stage::result;
         } else if (leader_mode()) {
-          if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
+          if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes_), bytes_);
           PG_CHECK(cross(a_.recv, a_.count));
         } else {
-          char *total = p_.input(0, t_, bytes());
+          char *total = p_.input(0, t_, bytes_);
           if (a_.coll == Coll::allreduce) reduce_finish(a_.dtype, a_.op, total, a_.count, p_.size_);
           p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
-          if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes());
+          if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes_);
           return finish(done);
         }
-      } else if (leader_mode() && !split() && p_.local_ != 0) {
+      } else if (leader_mode() && !split_ && p_.local_ != 0) {
         stage_ = Stage::result;
       } else {
         if (!p_.arrived(t_)) return PG_OK;
-        if (split()) {
+        if (split_) {
           reduce_block();
           if (leader_mode()) {  // every rank sends its own block over its rail
             const auto [lo, len] = block(p_.local_);
-            PG_CHECK(cross(p_.input(p_.local_, t_, bytes()) + lo * dtype_size(a_.dtype), len));
+            PG_CHECK(cross(p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len));
           } else {
             share_block();
             stage_ = Stage::share;
@@ -88,18 +89,17 @@ class FastPath::Op final : public Request {
       }
     }
     if (stage_ == Stage::result) {  // the node's first rank's result
-      const std::uint64_t d = p_.parts_[0].flags[t_ % 2].done.load(std::memory_order_acquire);
-      if ((d & ~kFailed) < t_) return PG_OK;
-      if (d & kFailed) return failed_across(0);
-      if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes()), bytes());
+      bool ready = false;
+      PG_CHECK(posted(0, &ready));
+      if (!ready) return PG_OK;
+      if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes_), bytes_);
       return finish(done);
     }
     if (stage_ == Stage::share) {
       for (int q = 0; q < p_.local_size_; ++q) {
-        const Flag &flag = p_.parts_[static_cast<std::size_t>(q)].flags[t_ % 2];
-        const std::uint64_t d = flag.done.load(std::memory_order_acquire);
-        if ((d & ~kFailed) < t_) return PG_OK;
-        if (d & kFailed) return failed_across(q);
+        bool ready = false;
+        PG_CHECK(posted(q, &ready));
+        if (!ready) return PG_OK;
       }
       gather_blocks();
       return finish(done);
@@ -112,16 +112,16 @@ class FastPath::Op final : public Request {
       if (st == PG_OK && p_.fail_across_)  // after its MPI step, so that no other node waits for it
         st = fail(PG_ERR_BACKEND, "the step across nodes failed on request (PGS_FAIRRING_FAULT)");
       if (st != PG_OK) return fail_node(st);
-      if (split()) {
+      if (split_) {
         const auto [lo, len] = block(p_.local_);
-        reduce_finish(a_.dtype, a_.op, p_.input(p_.local_, t_, bytes()) + lo * dtype_size(a_.dtype), len, p_.size_);
+        reduce_finish(a_.dtype, a_.op, p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len, p_.size_);
         share_block();
         stage_ = Stage::share;
         return test(done);
       }
       if (a_.coll == Coll::allreduce) {
         reduce_finish(a_.dtype, a_.op, a_.recv, a_.count, p_.size_);
-        std::memcpy(p_.input(0, t_, bytes()), a_.recv, bytes());
+        std::memcpy(p_.input(0, t_, bytes_), a_.recv, bytes_);
       }
       p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
       return finish(done);
@@ -135,8 +135,8 @@ class FastPath::Op final : public Request {
 
   bool leader_mode() const { return p_.nodes_ > 1; }
   // Small allreduces and barriers on a node of PGS_FAIRRING_TREE_RANKS or more go up the tree.
-  bool tree() const {
-    return p_.tree_ && (a_.coll == Coll::barrier || (a_.coll == Coll::allreduce && !split()));
+  bool climbs() const {
+    return p_.tree_ && (a_.coll == Coll::barrier || (a_.coll == Coll::allreduce && !split_));
   }
   // This rank's children in the tree: local ranks kRadix * local + 1 ... (fewer at the bottom).
   std::pair<int, int> children() const {
@@ -152,7 +152,7 @@ class FastPath::Op final : public Request {
   // This rank's input combined with its children's partial results (its own
   // first, then theirs in order) into its flag or slot, then seq = t.
   void climb() {
-    const std::size_t n = bytes();
+    const std::size_t n = bytes_;
     if (a_.coll == Coll::allreduce) {
       char *out = p_.input(p_.local_, t_, n);
       const auto [first, end] = children();
@@ -178,14 +178,13 @@ class FastPath::Op final : public Request {
     const pg_status st = p_.rail_->start(across, &across_);
     return st == PG_OK ? PG_OK : fail_node(st);
   }
-  std::size_t bytes() const { return a_.count * dtype_size(a_.dtype); }
 
   // This rank's input into its own flag or slot, then seq = t. Across nodes,
   // unsplit, the leader reads its own buffer and publishes only its arrival.
   void publish() {
     const std::size_t n = input_bytes(a_, p_.local_, p_.local_size_);
-    const bool copy = n > 0 && !(leader_mode() && !split() && p_.local_ == 0);
-    if (copy && split()) {  // every block but this rank's own
+    const bool copy = n > 0 && !(leader_mode() && !split_ && p_.local_ == 0);
+    if (copy && split_) {  // every block but this rank's own
       const auto [lo, len] = block(p_.local_);
       const std::size_t size = dtype_size(a_.dtype);
       char *slot = p_.input(p_.local_, t_, n);
@@ -209,7 +208,7 @@ class FastPath::Op final : public Request {
       return p_.input(q, t_, n) + offset;
     };
     if (p_.local_size_ == 1) {  // a node of one rank (irregular layouts)
-      if (out != source(0)) std::memcpy(out, source(0), bytes());
+      if (out != source(0)) std::memcpy(out, source(0), bytes_);
       return;
     }
     reduce_into(a_.dtype, op, out, source(0), source(1), a_.count);
@@ -223,8 +222,8 @@ class FastPath::Op final : public Request {
   // the blocks. Each rank then reads about 2/L of the data from its peers
   // instead of (L-1), reduces 1/L of it and sends 1/L: no rank does the
   // node's work alone.
-  bool split() const {
-    return a_.coll == Coll::allreduce && p_.local_size_ > 1 && bytes() >= p_.split_bytes_ &&
+  bool splits() const {
+    return a_.coll == Coll::allreduce && p_.local_size_ > 1 && bytes_ >= p_.split_bytes_ &&
            (!leader_mode() || p_.rails_);
   }
   // Block q's first element and length, in elements: whole cache lines but the last.
@@ -241,7 +240,7 @@ class FastPath::Op final : public Request {
   // on one node it is then final (PG_AVG's division included).
   void reduce_block() {
     const auto [lo, len] = block(p_.local_);
-    const std::size_t size = dtype_size(a_.dtype), n = bytes();
+    const std::size_t size = dtype_size(a_.dtype), n = bytes_;
     const pg_op op = combining_op(a_.op);
     auto source = [&](int q) -> const char * {
       return (q == p_.local_ ? static_cast<const char *>(a_.send) : p_.input(q, t_, n)) + lo * size;
@@ -257,11 +256,11 @@ class FastPath::Op final : public Request {
     const auto [lo, len] = block(p_.local_);
     const std::size_t size = dtype_size(a_.dtype);
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].done.store(t_, std::memory_order_release);
-    std::memcpy(static_cast<char *>(a_.recv) + lo * size, p_.input(p_.local_, t_, bytes()) + lo * size, len * size);
+    std::memcpy(static_cast<char *>(a_.recv) + lo * size, p_.input(p_.local_, t_, bytes_) + lo * size, len * size);
   }
 
   void gather_blocks() {
-    const std::size_t size = dtype_size(a_.dtype), n = bytes();
+    const std::size_t size = dtype_size(a_.dtype), n = bytes_;
     for (int q = 0; q < p_.local_size_; ++q) {
       if (q == p_.local_) continue;
       const auto [lo, len] = block(q);
@@ -271,7 +270,7 @@ class FastPath::Op final : public Request {
 
   // One node: what this rank needs of every local rank's input.
   void read_node() {
-    const std::size_t len = bytes();
+    const std::size_t len = bytes_;
     char *recv = static_cast<char *>(a_.recv);
     const int me = p_.local_;
     switch (a_.coll) {
@@ -313,8 +312,12 @@ class FastPath::Op final : public Request {
                                 " failed its step across nodes of this " + coll_name(a_.coll) + ": " + why);
   }
 
-  // Local rank q said its step across nodes failed.
-  pg_status failed_across(int q) {
+  // Whether local rank q has stored done = t (its result, or its block);
+  // PG_ERR_BACKEND, naming it, when it stored that its step across nodes failed.
+  pg_status posted(int q, bool *ready) {
+    const std::uint64_t d = p_.parts_[static_cast<std::size_t>(q)].flags[t_ % 2].done.load(std::memory_order_acquire);
+    *ready = (d & ~kFailed) >= t_;
+    if (!*ready || !(d & kFailed)) return PG_OK;
     stage_ = Stage::finished;
     return fail(PG_ERR_BACKEND,
                 "fairring: rank %d of this node failed its step across nodes of this %s; its own message says why",
@@ -331,6 +334,10 @@ class FastPath::Op final : public Request {
   FastPath &p_;
   const CollArgs a_;
   const std::uint64_t t_;
+  // What the operation is, worked out once: its bytes, whether it is split
+  // into blocks, whether it climbs the tree.
+  const std::size_t bytes_;
+  const bool split_, tree_;
   Stage stage_ = Stage::publish;
   std::unique_ptr<Request> across_;
 };
