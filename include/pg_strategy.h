@@ -181,7 +181,9 @@ PG_API pg_status pg_strategy_destroy(pg_strategy *s);
  * of a second), and so do pg_work_wait and pg_work_test on its unfinished
  * works. Not ended: a custom backend's blocking operation (it returns when the
  * backend returns), the mpi backend's blocking point-to-point calls, and its
- * blocking collectives under PGS_MPI_WAIT=block (docs/env.md).
+ * blocking collectives under PGS_MPI_WAIT=block (docs/env.md) and, built
+ * against Open MPI 4, above 2 GiB and its alltoallv, gatherv and scatterv
+ * (docs/known-issues.md).
  * `s` is then poisoned: later calls return PG_ERR_STATE, the local queries
  * still answer, and pg_strategy_destroy frees what it can without talking to
  * peers (it never blocks; the backends' communicators and shared memory are

@@ -35,6 +35,27 @@ pg_in_place in_place_layout(const CollArgs &a, int rank) {
   }
 }
 
+std::uint64_t buffer_bytes(const CollArgs &a, int size) {
+  const std::uint64_t one = a.count * dtype_size(a.dtype);
+  switch (a.coll) {
+    case Coll::allgather:
+    case Coll::reduce_scatter:
+    case Coll::alltoall:
+    case Coll::gather:
+    case Coll::scatter: return one * static_cast<std::uint64_t>(size);
+    case Coll::barrier: return 0;
+    // The uneven collectives: what this rank's buffers hold (the whole
+    // receive buffer of allgatherv, the root's of gatherv and scatterv,
+    // reduce_scatterv's send buffer, alltoallv's send blocks).
+    case Coll::allgatherv:
+    case Coll::reduce_scatterv: return a.v ? a.v->recv_total * dtype_size(a.dtype) : 0;
+    case Coll::alltoallv: return a.v ? a.v->send_total * dtype_size(a.dtype) : 0;
+    case Coll::gatherv: return a.v && !a.v->recv_counts.empty() ? a.v->recv_total * dtype_size(a.dtype) : one;
+    case Coll::scatterv: return a.v && !a.v->send_counts.empty() ? a.v->send_total * dtype_size(a.dtype) : one;
+    default: return one;
+  }
+}
+
 CollArgs CollArgs::placed(int rank) const {
   CollArgs a = *this;
   a.in_place = pg_in_place_holds(in_place_layout(a, rank), a.send, a.recv, dtype_size(a.dtype));

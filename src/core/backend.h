@@ -96,6 +96,11 @@ struct CollArgs {
   }
 };
 
+// The bytes an operation moves from this rank's buffers (nccl-tests' sizes),
+// on a communicator of `size` ranks. Of the uneven collectives only
+// allgatherv's and reduce_scatterv's are the same on every rank.
+std::uint64_t buffer_bytes(const CollArgs &a, int size);
+
 // The in-place layout of `a` on rank `rank` (util/in_place.h).
 pg_in_place in_place_layout(const CollArgs &a, int rank);
 

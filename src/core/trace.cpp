@@ -47,28 +47,6 @@ std::string entry_json(const Entry &e, std::int64_t offset) {
   return j + "}";
 }
 
-// The bytes an operation moves from this rank's buffers (nccl-tests' sizes).
-std::uint64_t bytes_of(const CollArgs &a, int size) {
-  const std::uint64_t one = a.count * dtype_size(a.dtype);
-  switch (a.coll) {
-    case Coll::allgather:
-    case Coll::reduce_scatter:
-    case Coll::alltoall:
-    case Coll::gather:
-    case Coll::scatter: return one * static_cast<std::uint64_t>(size);
-    case Coll::barrier: return 0;
-    // The uneven collectives: what this rank's buffers hold (the whole
-    // receive buffer of allgatherv, the root's of gatherv and scatterv,
-    // reduce_scatterv's send buffer, alltoallv's send blocks).
-    case Coll::allgatherv:
-    case Coll::reduce_scatterv: return a.v ? a.v->recv_total * dtype_size(a.dtype) : 0;
-    case Coll::alltoallv: return a.v ? a.v->send_total * dtype_size(a.dtype) : 0;
-    case Coll::gatherv: return a.v && !a.v->recv_counts.empty() ? a.v->recv_total * dtype_size(a.dtype) : one;
-    case Coll::scatterv: return a.v && !a.v->send_counts.empty() ? a.v->send_total * dtype_size(a.dtype) : one;
-    default: return one;
-  }
-}
-
 }  // namespace
 
 std::string quote(const std::string &text) {
@@ -102,7 +80,7 @@ std::uint64_t Recorder::begin(std::uint8_t what, const CollArgs *a, std::uint64_
   e.flags = flags;
   if (a) {
     e.count = a->count;
-    e.bytes = what < kCollCount ? bytes_of(*a, size) : a->count;
+    e.bytes = what < kCollCount ? buffer_bytes(*a, size) : a->count;
     e.dtype = static_cast<std::uint8_t>(a->dtype);
     e.op = static_cast<std::uint8_t>(a->op);
     if (is_rooted(a->coll)) e.root = a->root;

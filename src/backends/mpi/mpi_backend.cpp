@@ -144,7 +144,7 @@ class MpiBackend final : public Backend {
     // job, and a blocking receive's to the communicator's, a status. An abort
     // does not end it (include/pg_strategy.h).
     if (a.coll == Coll::sendrecv) return sendrecv_blocking(a);
-    const bool nonblocking = !block_ && !is_point_to_point(a.coll) && !beyond_2gib(a);
+    const bool nonblocking = !block_ && !is_point_to_point(a.coll) && !stays_blocking(a);
     Pending done;
     PG_CHECK(issue(a, Issue{done, nonblocking}));
     if (nonblocking) return done.wait();
@@ -160,15 +160,19 @@ class MpiBackend final : public Backend {
   }
 
  private:
-  // Whether a buffer of the call holds more than 2 GiB: such calls stay
-  // blocking, as Open MPI 4.1.4's nonblocking collectives give wrong results
-  // there (docs/known-issues.md).
-  bool beyond_2gib(const CollArgs &a) const {
-    const bool blocks = a.coll == Coll::allgather || a.coll == Coll::reduce_scatter || a.coll == Coll::alltoall ||
-                        a.coll == Coll::gather || a.coll == Coll::scatter;
-    std::size_t elements = a.count * (blocks ? static_cast<std::size_t>(g_.size) : 1);
-    if (a.v) elements = std::max({elements, a.v->send_total, a.v->recv_total});
-    return elements > static_cast<std::size_t>(INT_MAX) / dtype_size(a.dtype);
+  // Open MPI 4.1's nonblocking collectives (libnbc) give wrong results on
+  // buffers above 2 GiB (docs/known-issues.md): there such calls stay
+  // blocking. A blocking call does not match a nonblocking one, so every rank
+  // must choose alike, from a size every rank knows; alltoallv, gatherv and
+  // scatterv, whose buffers differ from rank to rank, always stay blocking there.
+  bool stays_blocking(const CollArgs &a) const {
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+    if (a.coll == Coll::alltoallv || a.coll == Coll::gatherv || a.coll == Coll::scatterv) return true;
+    return buffer_bytes(a, g_.size) > static_cast<std::uint64_t>(INT_MAX);
+#else
+    static_cast<void>(a);
+    return false;
+#endif
   }
 
   // allreduce or broadcast as one MPI call.
@@ -179,7 +183,7 @@ class MpiBackend final : public Backend {
     MPI_Op op = MPI_OP_NULL;
     if (allreduce) PG_CHECK(operation(a.dtype, a.op, &op));
     const void *send = a.in_place ? MPI_IN_PLACE : a.send;
-    if (block_ || beyond_2gib(a)) {
+    if (block_ || stays_blocking(a)) {
       PG_MPI_CHECK(allreduce ? MPI_Allreduce(send, a.recv, n, type, op, g_.comm)
                              : MPI_Bcast(a.recv, n, type, a.root, g_.comm));
       return PG_OK;
