@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -121,6 +120,10 @@ void Server::settle(Peer &p) {
 void Server::close_peer(Peer &p) {
   if (p.closed) return;
   p.closed = true;
+  // Before the job formed, a process of the job closed here was told why it
+  // cannot form, or is gone: nothing more to tell it, so rank 0's process
+  // waits only for the others (wait_failure_heard), not for the timeout.
+  if (p.joined && !ready_) ++heard_;
   if (!p.joined) {
     --strangers_;
     pace_accepting();
@@ -325,6 +328,27 @@ void Server::wait_for_members() {
 void Server::wait_drained(double seconds) {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return drained_ || finished_; });
+}
+
+void Server::wait_failure_heard(double seconds) {
+  // At least the drain time: at the join's deadline rank 0's own process
+  // hears first, with no time left, while this thread still tells the others.
+  seconds = std::max(seconds, kEndDrainSeconds);
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(seconds));
+  while (heard_.load() < size_ && Clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (finished_) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void Server::stop() {
+  for (auto &p : peers_) close_peer(*p);
+  close_listener();
+  done_ = true;
 }
 
 }  // namespace pg::launch

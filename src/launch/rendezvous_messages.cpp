@@ -4,10 +4,7 @@
 // loop are in rendezvous.cpp.
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cstring>
 
 #include "launch/auth.h"
 #include "launch/pmi.h"
@@ -56,7 +53,6 @@ void Server::on_hello(Peer &p, const Fields &f) {
   if (failed_) {
     send_to(p.fd, failure_);
     close_peer(p);
-    ++heard_;
     return;
   }
   if (size != size_) {
@@ -166,15 +162,9 @@ void Server::on_get(Peer &p, const Fields &f) {
 }
 
 void Server::on_lost(Peer &p, const std::string &why) {
-  if (!p.joined) {
-    close_peer(p);
-    return;
-  }
   close_peer(p);
+  if (!p.joined) return;
   if (!ready_) {
-    // Gone before the job was complete: nothing to tell it, so rank 0's
-    // process waits only for the others (not for PGS_BOOTSTRAP_TIMEOUT).
-    ++heard_;
     fail_all(PG_ERR_STATE, who(p) + " left the rendezvous at " + shown_ + " (" + why +
                                ") before every process of the job had arrived");
     return;
@@ -195,29 +185,7 @@ void Server::fail_all(int status, const std::string &message) {
     if (p->joined && !p->closed) {
       send_to(p->fd, failure_);
       close_peer(*p);
-      ++heard_;
     }
-}
-
-void Server::wait_failure_heard(double seconds) {
-  // At least the drain time: at the join's deadline rank 0's own process
-  // hears first, with no time left, while this thread still tells the others.
-  seconds = std::max(seconds, kEndDrainSeconds);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(seconds));
-  while (heard_.load() < size_ && Clock::now() < deadline) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (finished_) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
-void Server::stop() {
-  for (auto &p : peers_) close_peer(*p);
-  close_listener();
-  done_ = true;
 }
 
 void Server::end_all(int code, const std::string &message) {

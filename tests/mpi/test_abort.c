@@ -63,13 +63,19 @@ int main(int argc, char **argv) {
     PG_TEST_TRUE(0, "usage: test_abort BACKEND COUNT blocking|work");
     return pg_test_verdict(MPI_COMM_WORLD, "test_abort");
   }
-  const size_t count = (size_t)strtoull(argv[2], NULL, 10);
+  char *end = NULL;
+  const size_t count = (size_t)strtoull(argv[2], &end, 10);
   const int work = strcmp(argv[3], "work") == 0;
+  if (!PG_TEST_TRUE(*end == '\0' && count > 0 && (work || strcmp(argv[3], "blocking") == 0),
+                    "usage: test_abort BACKEND COUNT blocking|work (COUNT a positive number): got %s %s %s", argv[1],
+                    argv[2], argv[3]))
+    return pg_test_verdict(MPI_COMM_WORLD, "test_abort");
   pg_strategy *s = NULL;
   PG_TEST_STATUS(pg_strategy_create("cpu", argv[1], &s), PG_OK);
   /* Kept to the end (a static: reachable at exit): MPI may still use it. */
   static double *buf;
   buf = calloc(count, sizeof *buf);
+  PG_TEST_TRUE(buf != NULL, "%zu doubles allocated", count);
   if (s && buf) {
     const int rank = pg_strategy_rank(s);
     struct aborter a = {s, rank == 0 ? 0.3 : 1.0, 0, PG_OK};
