@@ -46,7 +46,10 @@ launcher=$2
 bound=${FAULT_BOUND:-20}
 start_limit=40 # seconds for the victim to reach its point (the job's start included)
 out=$(mktemp -d "${TMPDIR:-/tmp}/pg-fault-$case_name-$launcher.XXXX")
-trap 'rm -rf "$out"' EXIT
+# Whatever of the job is still running when this script ends, however it
+# ends (ctest's timeout included), is killed.
+kill_left() { [ -n "${left:-}" ] && echo "$left" | while read -r pid _; do kill -KILL "$pid" 2>/dev/null; done; }
+trap 'kill_left; rm -rf "$out"' EXIT
 failed=0
 ok() { echo "ok: $*"; }
 bad() {
@@ -181,10 +184,11 @@ if [ -n "$left" ]; then
     ps -o pid,ppid,stat,etime,wchan:32,args -p "$pid" 2>&1 | cat
     cat "/proc/$pid/stack" 2>/dev/null
     if [ "$what" != "a process of the job" ] && command -v gdb >/dev/null; then
-      timeout 30 gdb -p "$pid" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' | head -120
+      timeout 10 gdb -p "$pid" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' | head -120
     fi
-  done <<<"$(echo "$left" | sort -un -k1,1)"
-  echo "$left" | while read -r pid _; do kill -KILL "$pid" 2>/dev/null; done
+  done <<<"$(echo "$left" | sort -un -k1,1 | head -3)"  # within ctest's time limit
+  kill_left
+  left=  # killed: the exit trap must not kill their pids again, which may be reused
 fi
 
 # Statuses (every process has ended or was killed by now).
