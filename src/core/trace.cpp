@@ -10,8 +10,13 @@
 namespace pg::trace {
 namespace {
 
-thread_local Recorder *t_recorder = nullptr;
-thread_local std::uint64_t t_seq = 0;
+// The operation this thread runs (Current), one thread-local: in a shared
+// library each is reached through a call.
+struct Marked {
+  Recorder *recorder = nullptr;
+  std::uint64_t seq = 0;
+};
+thread_local Marked t_current;
 
 const char *what_name(std::uint8_t what) {
   static const char *const events[] = {"create", "split", "destroy", "mem_alloc", "mem_free"};
@@ -165,22 +170,27 @@ pg_status Op::end(pg_status status) {
   return status;
 }
 
-Current::Current(Recorder *recorder, std::uint64_t seq) : previous_(t_recorder), previous_seq_(t_seq) {
-  t_recorder = recorder;
-  t_seq = seq;
+Current::Current(Recorder *recorder, std::uint64_t seq) {
+  Marked &now = t_current;
+  previous_ = now.recorder;
+  previous_seq_ = now.seq;
+  // Unrecorded inside unrecorded (the common case): nothing to mark or restore.
+  marks_ = recorder || previous_;
+  if (marks_) now = {recorder, seq};
 }
 
 Current::~Current() {
-  t_recorder = previous_;
-  t_seq = previous_seq_;
+  if (marks_) t_current = {previous_, previous_seq_};
 }
 
 void annotate(const char *algorithm, std::uint32_t slices) {
-  if (t_recorder) t_recorder->annotate(t_seq, algorithm, slices, false);
+  const Marked &now = t_current;
+  if (now.recorder) now.recorder->annotate(now.seq, algorithm, slices, false);
 }
 
 void annotate_fallback() {
-  if (t_recorder) t_recorder->annotate(t_seq, nullptr, 0, true);
+  const Marked &now = t_current;
+  if (now.recorder) now.recorder->annotate(now.seq, nullptr, 0, true);
 }
 
 }  // namespace pg::trace

@@ -117,6 +117,7 @@ class Current {
  private:
   Recorder *previous_;
   std::uint64_t previous_seq_;
+  bool marks_;  // this scope changed the thread's mark
 };
 
 // Called by a backend: the algorithm (a static name) and the slices of the

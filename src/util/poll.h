@@ -54,9 +54,11 @@ class CancelScope {
  private:
   const std::atomic<bool> *previous_;
 };
-// Whether the calling thread's waits are cancelled; and the status to return
-// then (PG_ERR_ABORTED, with its message).
+// Whether the calling thread's waits are cancelled; the flag that says so
+// (null outside every CancelScope); and the status to return then
+// (PG_ERR_ABORTED, with its message).
 bool cancelled();
+const std::atomic<bool> *cancel_flag();
 pg_status aborted();
 
 // Calls test(&done) until done or a failure, and returns its status; or
@@ -64,14 +66,20 @@ pg_status aborted();
 // thread's waits are cancelled (PG_ERR_ABORTED).
 template <typename Test>
 pg_status poll(Test &&test, const Until &until, bool *done) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration<double>(until.timeout_s < 0 ? 0 : until.timeout_s);
+  // Read once, not at every round: the clock only for a deadline, and the
+  // thread's cancel flag (a thread-local, a call away in a shared library).
+  std::chrono::steady_clock::time_point deadline;
+  if (until.timeout_s >= 0)
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(until.timeout_s));
+  const std::atomic<bool> *cancel = cancel_flag();
   Backoff backoff;
   while (true) {
     *done = false;
     const pg_status st = test(done);
     if (*done || st != PG_OK) return st;
-    if (cancelled()) return aborted();
+    if (cancel && cancel->load(std::memory_order_relaxed)) return aborted();
     if (until.check) until.check();
     if (until.timeout_s >= 0 && std::chrono::steady_clock::now() >= deadline) return PG_OK;
     backoff.idle();
