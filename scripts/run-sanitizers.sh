@@ -32,12 +32,12 @@ cmake --build build-asan -j"$(nproc)" >build-asan.build.log 2>&1 || { tail -50 b
 # plugin (installed with Open MPI) leaks through libpciaccess, which is unloaded
 # before the report: only the slow unwinder sees past it to libhwloc.so, which
 # the suppressions name (it costs the run about a third more time).
-ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:fast_unwind_on_malloc=0 \
-LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0 \
 # Left out, as they run the same library code as tests that stay: the Slurm
 # tests (srun and its daemons start what mpiexec starts elsewhere) and the
 # 2 GiB allreduce through MPI-4's large-count calls (its chunked twin, whose
 # arithmetic is the library's own, stays).
+ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:fast_unwind_on_malloc=0 \
+LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j2 --timeout 300 -LE slurm -E '^test_large_count\.'
 
