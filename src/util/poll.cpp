@@ -62,8 +62,6 @@ CancelScope::CancelScope(const std::atomic<bool> *flag) : previous_(t_cancel) { 
 
 CancelScope::~CancelScope() { t_cancel = previous_; }
 
-bool cancelled() { return t_cancel && t_cancel->load(std::memory_order_relaxed); }
-
 const std::atomic<bool> *cancel_flag() { return t_cancel; }
 
 pg_status aborted() { return fail(PG_ERR_ABORTED, "the call was aborted (pg_strategy_abort) while it waited"); }

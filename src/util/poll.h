@@ -54,11 +54,12 @@ class CancelScope {
  private:
   const std::atomic<bool> *previous_;
 };
-// Whether the calling thread's waits are cancelled; the flag that says so
-// (null outside every CancelScope); and the status to return then
-// (PG_ERR_ABORTED, with its message).
-bool cancelled();
+// The flag that cancels the calling thread's waits (null outside every
+// CancelScope): a wait reads it once, as it starts (a thread-local is a call
+// away in a shared library), and tests it at every round; and the status to
+// return then (PG_ERR_ABORTED, with its message).
 const std::atomic<bool> *cancel_flag();
+inline bool cancelled(const std::atomic<bool> *flag) { return flag && flag->load(std::memory_order_relaxed); }
 pg_status aborted();
 
 // Calls test(&done) until done or a failure, and returns its status; or
@@ -66,8 +67,7 @@ pg_status aborted();
 // thread's waits are cancelled (PG_ERR_ABORTED).
 template <typename Test>
 pg_status poll(Test &&test, const Until &until, bool *done) {
-  // Read once, not at every round: the clock only for a deadline, and the
-  // thread's cancel flag (a thread-local, a call away in a shared library).
+  // The clock is read only for a deadline.
   std::chrono::steady_clock::time_point deadline;
   if (until.timeout_s >= 0)
     deadline = std::chrono::steady_clock::now() +
@@ -79,7 +79,7 @@ pg_status poll(Test &&test, const Until &until, bool *done) {
     *done = false;
     const pg_status st = test(done);
     if (*done || st != PG_OK) return st;
-    if (cancel && cancel->load(std::memory_order_relaxed)) return aborted();
+    if (cancelled(cancel)) return aborted();
     if (until.check) until.check();
     if (until.timeout_s >= 0 && std::chrono::steady_clock::now() >= deadline) return PG_OK;
     backoff.idle();

@@ -51,42 +51,9 @@ class FastPath::Op final : public Request {
       stage_ = Stage::gather;
     }
     if (stage_ == Stage::gather) {
-      if (tree_) {
-        if (!children_arrived()) return PG_OK;
-        climb();
-        if (p_.local_ != 0) {
-          stage_ = Stage::result;
-        } else if (leader_mode()) {
-          if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes_), bytes_);
-          PG_CHECK(cross(a_.recv, a_.count));
-        } else {
-          char *total = p_.input(0, t_, bytes_);
-          if (a_.coll == Coll::allreduce) reduce_finish(a_.dtype, a_.op, total, a_.count, p_.size_);
-          p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
-          if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes_);
-          return finish(done);
-        }
-      } else if (leader_mode() && !split_ && p_.local_ != 0) {
-        stage_ = Stage::result;
-      } else {
-        if (!p_.arrived(t_)) return PG_OK;
-        if (split_) {
-          reduce_block();
-          if (leader_mode()) {  // every rank sends its own block over its rail
-            const auto [lo, len] = block(p_.local_);
-            PG_CHECK(cross(p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len));
-          } else {
-            share_block();
-            stage_ = Stage::share;
-          }
-        } else if (leader_mode()) {
-          if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
-          PG_CHECK(cross(a_.recv, a_.count));
-        } else {
-          read_node();
-          return finish(done);
-        }
-      }
+      bool finished = false;
+      PG_CHECK(tree_ ? climb_tree(&finished) : gather(&finished));
+      if (finished) return finish(done);
     }
     if (stage_ == Stage::result) {  // the node's first rank's result
       bool ready = false;
@@ -166,6 +133,54 @@ class FastPath::Op final : public Request {
     }
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].seq.store(t_, std::memory_order_release);
   }
+  // The gather stage on a large node, once this rank's children are up: its
+  // part of the tree; the root then finishes the node's result or crosses.
+  pg_status climb_tree(bool *finished) {
+    if (!children_arrived()) return PG_OK;
+    climb();
+    if (p_.local_ != 0) {
+      stage_ = Stage::result;
+      return PG_OK;
+    }
+    char *total = p_.input(0, t_, bytes_);
+    if (leader_mode()) {
+      if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes_);
+      return cross(a_.recv, a_.count);
+    }
+    if (a_.coll == Coll::allreduce) reduce_finish(a_.dtype, a_.op, total, a_.count, p_.size_);
+    p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
+    if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes_);
+    *finished = true;
+    return PG_OK;
+  }
+
+  // The gather stage otherwise, once every local rank has published (across
+  // nodes, unsplit, the others wait for the first rank's result instead).
+  pg_status gather(bool *finished) {
+    if (leader_mode() && !split_ && p_.local_ != 0) {
+      stage_ = Stage::result;
+      return PG_OK;
+    }
+    if (!p_.arrived(t_)) return PG_OK;
+    if (split_) {
+      reduce_block();
+      if (leader_mode()) {  // every rank sends its own block over its rail
+        const auto [lo, len] = block(p_.local_);
+        return cross(p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len);
+      }
+      share_block();
+      stage_ = Stage::share;
+      return PG_OK;
+    }
+    if (leader_mode()) {
+      if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
+      return cross(a_.recv, a_.count);
+    }
+    read_node();
+    *finished = true;
+    return PG_OK;
+  }
+
   // This rank's step across nodes, in place over its rail: an allreduce of
   // `count` elements at `at` (none: nothing to send), or a barrier.
   pg_status cross(void *at, std::size_t count) {

@@ -24,13 +24,14 @@ class Schedule::Operation final : public Request {
 
   // Backs off only while nothing moves.
   pg_status wait() override {
+    const std::atomic<bool> *cancel = cancel_flag();
     Backoff backoff;
     while (true) {
       bool done = false, moved = false;
       pg_status st = step(&done, &moved);
       if (done) return st;
       if (moved) backoff.moved();
-      else if (cancelled()) return aborted();
+      else if (cancelled(cancel)) return aborted();
       else backoff.idle();
     }
   }
