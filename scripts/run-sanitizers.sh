@@ -5,7 +5,7 @@
 # and without PGS_TIMEOUT, PGS_DEBUG and PGS_TRACE, on mpi and fairring), and
 # the libFuzzer targets over the environment and bootstrap parsers. Each job
 # fails on any report; suppressions cover only third-party libraries
-# (tests/sanitizers/). FUZZ_SECONDS sets the fuzzing time (default 60).
+# (tests/sanitizers/). FUZZ_SECONDS sets the fuzzing time (default 30 s per target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -65,19 +65,19 @@ for args in "mpi 8 blocking" "fairring 8 work" "fairring 1048576 blocking"; do
 done
 unset TSAN_OPTIONS
 
-echo "== libFuzzer: the environment parsers, ${FUZZ_SECONDS:-60} s"
+echo "== libFuzzer: the environment parsers, ${FUZZ_SECONDS:-30} s"
 configure build-fuzz "" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPGS_ENABLE_FUZZ=ON \
   -DPGS_ENABLE_FORTRAN=OFF -DPGS_ENABLE_GLOO=OFF
 cmake --build build-fuzz --target fuzz_env fuzz_launch >build-fuzz.build.log 2>&1 || { tail -50 build-fuzz.build.log; exit 1; }
 mkdir -p build-fuzz/corpus
 status=0
-build-fuzz/tests/fuzz/fuzz_env -max_total_time="${FUZZ_SECONDS:-60}" build-fuzz/corpus tests/fuzz/seeds \
+build-fuzz/tests/fuzz/fuzz_env -max_total_time="${FUZZ_SECONDS:-30}" build-fuzz/corpus tests/fuzz/seeds \
   >build-fuzz/fuzz.log 2>&1 || status=$?
 grep -E "^Done|ERROR|forbids|SUMMARY" build-fuzz/fuzz.log || true
 [ "$status" -eq 0 ] || { tail -40 build-fuzz/fuzz.log; exit 1; }
-echo "== libFuzzer: the bootstrap's parsers (frames, PMI-1 lines, addresses, the job's variables), ${FUZZ_SECONDS:-60} s"
+echo "== libFuzzer: the bootstrap's parsers (frames, PMI-1 lines, addresses, the job's variables), ${FUZZ_SECONDS:-30} s"
 mkdir -p build-fuzz/corpus-launch
-build-fuzz/tests/fuzz/fuzz_launch -max_total_time="${FUZZ_SECONDS:-60}" build-fuzz/corpus-launch \
+build-fuzz/tests/fuzz/fuzz_launch -max_total_time="${FUZZ_SECONDS:-30}" build-fuzz/corpus-launch \
   tests/fuzz/seeds-launch >build-fuzz/fuzz-launch.log 2>&1 || status=$?
 grep -E "^Done|ERROR|SUMMARY" build-fuzz/fuzz-launch.log || true
 [ "$status" -eq 0 ] || { tail -40 build-fuzz/fuzz-launch.log; exit 1; }
