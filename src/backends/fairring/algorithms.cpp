@@ -19,8 +19,11 @@ constexpr AlgorithmInfo kAlgorithms[] = {
      "and reduce_scatter on one node",
      "CPU nodes of several ranks",
      "every rank publishes its input in its shared slot (inline with a cache-line flag when small) and reads "
-     "the others' straight into its buffer, reducing in local-rank order; across nodes the nodes' first ranks "
-     "reduce, run MPI among themselves and hand the result back (fast_path.cpp)",
+     "the others' straight into its buffer, reducing in local-rank order; from PGS_FAIRRING_SPLIT_BYTES each "
+     "rank reduces one block and copies the others' blocks (across nodes, after allreducing its block over its "
+     "rail); smaller ones go up a 4-ary tree on nodes of PGS_FAIRRING_TREE_RANKS ranks or more, or across "
+     "nodes through the nodes' first ranks, which run MPI among themselves and hand the result back "
+     "(fast_path.cpp)",
      [](const Situation &s, const CollArgs &a) { return s.fast && s.fast->fits(a); }, nullptr},
     {Algorithm::flat, "flat", "below PGS_FAIRRING_MIN_BYTES, and wherever no other algorithm applies",
      "any layout",
