@@ -69,12 +69,19 @@ int main(int argc, char **argv) {
   char *shared = mmap(NULL, 2 * part, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return perror("mmap"), 1;
   memset(shared, 0, 2 * part);
-  const int me = fork() == 0, peer = 1 - me;
+  /* Allocated before the fork, so that neither process starts without the other. */
+  float *send = malloc(n * sizeof(float)), *recv = malloc(n * sizeof(float));
+  double *times = malloc((size_t)iters * sizeof(double));
+  if (!send || !recv || !times) {
+    fprintf(stderr, "split_pattern: cannot allocate 2 x %zu bytes\n", n * sizeof(float));
+    return 1;
+  }
+  const pid_t child = fork();
+  if (child < 0) return perror("fork"), 1;
+  const int me = child == 0, peer = 1 - me;
   Flags *flags[2] = {(Flags *)shared, (Flags *)(shared + part)};
   float *slots[2] = {(float *)(shared + 4096), (float *)(shared + part + 4096)};
   const size_t slot_floats = (part - 4096) / 2 / sizeof(float);
-  float *send = malloc(n * sizeof(float)), *recv = malloc(n * sizeof(float));
-  double *times = malloc((size_t)iters * sizeof(double));
   for (size_t i = 0; i < n; ++i) send[i] = (float)(i % 7 + me);
   const size_t mine = me ? half : 0, mine_len = me ? n - half : half;
   const size_t theirs = me ? 0 : half, theirs_len = me ? half : n - half;
@@ -109,7 +116,7 @@ int main(int argc, char **argv) {
   munmap(shared, 2 * part);
   if (me == 1) return wrong != 0;
   printf("\n");
-  int child = 1;
-  wait(&child);
-  return wrong != 0 || !WIFEXITED(child) || WEXITSTATUS(child) != 0;
+  int how = 1;
+  waitpid(child, &how, 0);
+  return wrong != 0 || !WIFEXITED(how) || WEXITSTATUS(how) != 0;
 }
