@@ -134,6 +134,11 @@ std::string usage_text() {
        "      --csv FILE          also write one CSV row per repetition, backend,\n"
        "                          collective, size and placement\n"
        "      --mem-alloc         allocate pgstrategy backends' buffers with pg_mem_alloc\n"
+       "      --fresh-input       before each timed call (untimed), every rank writes each\n"
+       "                          cache line of its input again, same values, as a code\n"
+       "                          that computes its input every step; without it an\n"
+       "                          out-of-place input that calls only read stays in every\n"
+       "                          reader's cache from call to call (--device cpu)\n"
        "      --thread-level L    MPI thread level to ask for: single, funneled,\n"
        "                          serialized, multiple (default multiple)\n"
        "  -h, --help              this text\n"
@@ -149,7 +154,7 @@ std::string usage_text() {
 }
 
 std::string parse_options(int argc, char **argv, Options *out) {
-  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern, kLoad };  // long-only flags
+  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern, kLoad, kFreshInput };  // long-only flags
   static const option kFlags[] = {
       {"minbytes", required_argument, nullptr, 'b'},
       {"maxbytes", required_argument, nullptr, 'e'},
@@ -164,6 +169,7 @@ std::string parse_options(int argc, char **argv, Options *out) {
       {"repetitions", required_argument, nullptr, 'r'},
       {"csv", required_argument, nullptr, kCsv},
       {"mem-alloc", no_argument, nullptr, kMemAlloc},
+      {"fresh-input", no_argument, nullptr, kFreshInput},
       {"device", required_argument, nullptr, kDevice},
       {"thread-level", required_argument, nullptr, kThreadLevel},
       {"pattern", required_argument, nullptr, kPattern},
@@ -187,7 +193,7 @@ std::string parse_options(int argc, char **argv, Options *out) {
       // A bad long flag is the argument getopt_long just passed; a bad short
       // one may sit inside a cluster ("-hZ"), so it is named by optopt.
       const std::string arg = argv[optind - 1];
-      const bool no_value = c == '?' && (optopt == 'h' || optopt == kMemAlloc);
+      const bool no_value = c == '?' && (optopt == 'h' || optopt == kMemAlloc || optopt == kFreshInput);
       const bool written_long = arg.rfind("--", 0) == 0 && (c == ':' || optopt == 0 || no_value);
       flag = written_long ? arg.substr(0, arg.find('=')) : std::string("-") + char(optopt);
       if (c == ':') return "flag " + flag + " needs a value (see -h)";
@@ -270,6 +276,9 @@ std::string parse_options(int argc, char **argv, Options *out) {
       case kMemAlloc:
         o.mem_alloc = true;
         break;
+      case kFreshInput:
+        o.fresh_input = true;
+        break;
       case kDevice:
         if (value != "cpu" && value != "cuda") return bad("expected cpu or cuda");
         o.device = value;
@@ -292,6 +301,8 @@ std::string parse_options(int argc, char **argv, Options *out) {
   if (o.min_bytes > o.max_bytes)
     return "-b (" + std::to_string(o.min_bytes) + ") is larger than -e (" +
            std::to_string(o.max_bytes) + ")";
+  if (o.fresh_input && o.device != "cpu")
+    return "--fresh-input rewrites host buffers: it needs --device cpu (given --device " + o.device + ")";
   const std::string why = op_dtype_mismatch(o.dtype, o.op);
   if (!why.empty()) return why;
   *out = o;

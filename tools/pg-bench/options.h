@@ -30,6 +30,7 @@ struct Options {
   std::string device = "cpu";             // --device: where pgstrategy backends' buffers live
   int repetitions = 1;
   int load = 0;                           // --load: CPU-bound processes beside rank 0
+  bool fresh_input = false;               // --fresh-input: inputs written again before each timed call
   std::string thread_level = "multiple";  // MPI thread level pg-bench asks for
   bool help = false;
 };

@@ -120,6 +120,7 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
   if (opts_.load > 0)
     std::fprintf(out_, "# load: %d CPU-bound process%s beside rank 0 for the whole sweep\n", opts_.load,
                  opts_.load == 1 ? "" : "es");
+  if (opts_.fresh_input) std::fprintf(out_, "# inputs written again before each timed call (--fresh-input)\n");
   std::fprintf(out_, "# time: median over iterations of the slowest rank's time, each iteration after the backend's own barrier\n"
                      "#   (MPI_Barrier: mpi-raw, nccl-raw; pg_barrier: pgstrategy backends; gloo::barrier: gloo-raw)%s\n",
                opts_.repetitions > 1 ? "; rows: median over repetitions, min-max: the fastest and slowest repetition's time" : "");

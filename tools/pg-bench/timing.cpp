@@ -71,6 +71,14 @@ unsigned long long wrong_here(Backend &b, const Layout &l, const Placement &p, c
   return chk.count_wrong(l, stage.data());
 }
 
+// --fresh-input: one byte of every cache line written back as it is, so the
+// line is modified in this rank's cache and any copy a peer's cache kept from
+// the previous call is invalidated, as when a code computes its input anew.
+void rewrite(void *input, size_t bytes) {
+  volatile unsigned char *p = static_cast<unsigned char *>(input);
+  for (size_t i = 0; i < bytes; i += 64) p[i] = p[i];
+}
+
 [[noreturn]] void fail(const Backend &b, const Layout &l, bool in_place, int rank,
                        const std::string &what) {
   throw Fatal("rank " + std::to_string(rank) + ": " + b.name() + " " + collective_name(l.coll) +
@@ -100,6 +108,7 @@ Measurement measure_row(Backend &b, const BufferPair &buffers, const Layout &l, 
     call.sendcounts = array(u.sc), call.sdispls = array(u.sd), call.recvcounts = array(u.rc), call.rdispls = array(u.rd);
     call.count = l.coll == Collective::Allgatherv ? u.send : u.recv;  // allgatherv: sendcount; the others unused
   }
+  const size_t input_bytes = is_uneven(l.coll) ? u.send * l.elem_size : l.send_bytes;
   Measurement m;
   if (b.copies_only()) checker = nullptr;
 
@@ -126,6 +135,7 @@ Measurement measure_row(Backend &b, const BufferPair &buffers, const Layout &l, 
 
   std::vector<double> local(static_cast<size_t>(opts.iters)), slowest(local.size());
   for (size_t i = 0; i < local.size(); ++i) {
+    if (opts.fresh_input && b.host_accessible()) rewrite(p.input, input_bytes);
     err = b.barrier();
     if (!err.empty()) fail(b, l, in_place, rank, err);
     const double t0 = MPI_Wtime();
