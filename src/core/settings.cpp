@@ -48,7 +48,8 @@ const Param<Settings> kRows[] = {
      },
      nullptr},
     {"PGS_WAIT", "auto",
-     "how a waiting rank uses its core: spin, yield to peers, or auto (yield when the host has more ranks than CPUs)",
+     "how a waiting rank uses its core: spin, yield to peers, or auto (yield when the host has more ranks than CPUs, "
+     "else spin 20 us first)",
      [](const char *n, const char *v, Settings *s) {
        int mode = 0;
        PG_CHECK(parse_choice(n, v, kWaitModes, &mode));

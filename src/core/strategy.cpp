@@ -91,8 +91,6 @@ pg_status choose_wait_rule(pg_strategy *s) {
   topology::HostShare share;
   PG_CHECK(topology::host_share(s->comm, &share));
   const Settings::Wait wait = s->settings.wait;
-  WaitRule rule;
-  rule.budget_us = s->settings.wait_budget_us;
   // Once a strategy of this process found more ranks than CPUs, automatic
   // yielding stays: a strategy on a subset of the ranks (a split) does not
   // make the host's other ranks go away.
@@ -101,15 +99,21 @@ pg_status choose_wait_rule(pg_strategy *s) {
   if (share.oversubscribed()) oversubscribed_before = true;
   const bool yield = wait == Settings::Wait::yield ||
                      (wait == Settings::Wait::auto_ && (share.oversubscribed() || yielding));
-  rule.mode = yield ? WaitRule::yield : WaitRule::spin;
+  WaitRule rule;
+  rule.budget_us = s->settings.wait_budget_us;
+  rule.spin_us = yield ? 0 : wait == Settings::Wait::spin ? rule.budget_us : WaitRule::kSpinUs;
   set_wait_rule(rule);
   std::string why = "PGS_WAIT";
   if (wait == Settings::Wait::auto_)
     why = std::to_string(share.ranks) + " ranks on " + std::to_string(share.cpus) + " CPUs of this host" +
           (yielding && !share.oversubscribed() ? "; an earlier strategy of this process found more ranks than CPUs"
                                                : "");
-  s->waiting = std::string("wait=") + (yield ? "yield" : "spin") + " " + std::to_string(s->settings.wait_budget_us) +
-               " us then nap (" + why + ")";
+  const std::string budget = std::to_string(s->settings.wait_budget_us) + " us";
+  std::string how = "spin " + budget;
+  if (yield) how = "yield " + budget;
+  else if (rule.spin_us < rule.budget_us)
+    how = "spin " + std::to_string(static_cast<int>(rule.spin_us)) + " us, yield to " + budget + ",";
+  s->waiting = "wait=" + how + " then nap (" + why + ")";
   return PG_OK;
 }
 

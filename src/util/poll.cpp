@@ -24,34 +24,36 @@ long long now_ns() {
 }
 
 // The rule, read by every wait: two words that change only at a create.
-std::atomic<int> g_mode{WaitRule{}.mode};
+std::atomic<long long> g_spin_ns{static_cast<long long>(WaitRule{}.spin_us * 1000)};
 std::atomic<long long> g_budget_ns{static_cast<long long>(WaitRule{}.budget_us * 1000)};
-
-// Spinning in place, or, by the rule, handing the core to whoever else is runnable.
-void relax() {
-  if (g_mode.load(std::memory_order_relaxed) == WaitRule::yield) sched_yield();
-  else cpu_relax();
-}
 
 }  // namespace
 
 void set_wait_rule(const WaitRule &rule) {
-  g_mode.store(rule.mode, std::memory_order_relaxed);
+  g_spin_ns.store(static_cast<long long>(rule.spin_us * 1000), std::memory_order_relaxed);
   g_budget_ns.store(static_cast<long long>(rule.budget_us * 1000), std::memory_order_relaxed);
 }
 
 void Backoff::idle() {
+  if (rounds_ == 0) yielding_ = g_spin_ns.load(std::memory_order_relaxed) == 0;
   // The clock is read once per 64 rounds (a few µs): the short waits, the
   // common ones, never read it.
-  if (++rounds_ % 64 != 0) return relax();
-  const long long now = now_ns();
-  if (since_ns_ == 0) since_ns_ = now;
-  if (now - since_ns_ < g_budget_ns.load(std::memory_order_relaxed)) return relax();
-  rounds_ = 63;  // past the budget, every round naps
-  // A nap makes the core idle, which a yield does not: the scheduler may then
-  // run a peer, or another process, here.
-  const struct timespec nap = {0, 20000};
-  nanosleep(&nap, nullptr);
+  if (++rounds_ % 64 == 0) {
+    const long long now = now_ns();
+    if (since_ns_ == 0) since_ns_ = now;
+    const long long waited = now - since_ns_;
+    if (waited >= g_budget_ns.load(std::memory_order_relaxed)) {
+      rounds_ = 63;  // past the budget, every round naps
+      // A nap makes the core idle, which a yield does not: the scheduler may
+      // then run a peer, or another process, here.
+      const struct timespec nap = {0, 20000};
+      nanosleep(&nap, nullptr);
+      return;
+    }
+    yielding_ = waited >= g_spin_ns.load(std::memory_order_relaxed);
+  }
+  if (yielding_) sched_yield();
+  else cpu_relax();
 }
 
 namespace {

@@ -13,11 +13,17 @@ namespace pg {
 
 // How a waiting thread uses its core, for the whole process (PGS_WAIT; the
 // strategy's create chooses it, docs/performance.md "Waiting"). A wait spins
-// (or, oversubscribed, yields) for `budget_us`, while a peer is likely to
-// answer soon; past it the thread naps, so that its core goes idle and the
-// scheduler can run a peer, or a stranger, there.
+// for `spin_us`, while a peer running on another core is likely to answer
+// soon; then it yields at every round until `budget_us`: a peer the scheduler
+// put on this core (ranks left unbound, more runnable threads than cores) runs
+// at once, and a yield with nothing else runnable here returns at once; past
+// the budget the thread naps, so that its core goes idle and the scheduler
+// can run a peer, or a stranger, there.
 struct WaitRule {
-  enum Mode { spin, yield } mode = spin;
+  // How long a wait spins before it yields, where the host's ranks do not
+  // outnumber its CPUs (measured in docs/performance.md).
+  static constexpr double kSpinUs = 20;
+  double spin_us = kSpinUs;  // 0: yields from the start; >= budget_us: never yields
   double budget_us = 10000;
 };
 void set_wait_rule(const WaitRule &rule);
@@ -25,12 +31,13 @@ void set_wait_rule(const WaitRule &rule);
 // One wait, by the rule: moved() starts it again (the peer answered).
 class Backoff {
  public:
-  void moved() { since_ns_ = 0, rounds_ = 0; }
+  void moved() { since_ns_ = 0, rounds_ = 0, yielding_ = false; }
   void idle();
 
  private:
   long long since_ns_ = 0;  // when this wait began; 0: not begun
   unsigned rounds_ = 0;
+  bool yielding_ = false;  // past the rule's spin_us
 };
 
 // How long a poll may go on, besides until it is done.

@@ -116,6 +116,11 @@ int main(void) {
   PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
   PG_TEST_TRUE(strstr(text, "wait=yield 250 us then nap (PGS_WAIT)") != NULL, "describe: %s", text);
   pg_strategy_destroy(s);
+  setenv("PGS_WAIT", "spin", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+  PG_TEST_TRUE(strstr(text, "wait=spin 250 us then nap (PGS_WAIT)") != NULL, "describe: %s", text);
+  pg_strategy_destroy(s);
   unsetenv("PGS_WAIT");
   unsetenv("PGS_WAIT_BUDGET");
   {
@@ -125,8 +130,9 @@ int main(void) {
     int size = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     char expected[128];
-    snprintf(expected, sizeof expected, "wait=%s 10000 us then nap (%d ranks on %d CPUs of this host)",
-             size > CPU_COUNT(&all) ? "yield" : "spin", size, CPU_COUNT(&all));
+    snprintf(expected, sizeof expected, "wait=%s 10000 us%s then nap (%d ranks on %d CPUs of this host)",
+             size > CPU_COUNT(&all) ? "yield" : "spin 20 us, yield to", size > CPU_COUNT(&all) ? "" : ",", size,
+             CPU_COUNT(&all));
     PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
     PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
     PG_TEST_TRUE(strstr(text, expected) != NULL, "describe has '%s': %s", expected, text);

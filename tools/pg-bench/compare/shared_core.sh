@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Two ranks the scheduler has put on one core. pg-bench starts unbound on a
+# 2-CPU machine, so every create sees 2 ranks on 2 CPUs and the wait rule
+# spins first; once the backends are created, both ranks are moved onto CPU 0
+# and a busy process takes CPU 1, as when a third runnable process (a data
+# loader, a daemon) leaves two unbound ranks sharing a core. Rows measured
+# before the move are the first repetitions: use -r 10 or more and read the
+# medians.
+#
+#   tools/pg-bench/compare/shared_core.sh [PG-BENCH ARGS]
+#
+# PG-BENCH ARGS default to -b 8 -e 2M -f 8 -n 20 -w 2 -r 15 -c 0 -B fairring,mpi-raw.
+# Needs taskset and CPUs 0 and 1; PG_BENCH names the binary (default: build/).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+bench=${PG_BENCH:-$root/build/tools/pg-bench/pg-bench}
+[ $# -gt 0 ] || set -- -b 8 -e 2M -f 8 -n 20 -w 2 -r 15 -c 0 -B fairring,mpi-raw
+command -v taskset >/dev/null || { echo "shared_core.sh: needs taskset (util-linux)" >&2; exit 2; }
+out=$(mktemp)
+busy=
+trap 'rm -f "$out"; [ -z "$busy" ] || kill "$busy" 2>/dev/null || true' EXIT
+mpiexec -n 2 "$bench" "$@" >"$out" 2>&1 &
+job=$!
+# The backend lines come after every create.
+until grep -q '^# backend' "$out" || ! kill -0 "$job" 2>/dev/null; do sleep 0.01; done
+for pid in $(pgrep -x "$(basename "$bench")"); do taskset -apc 0 "$pid" >/dev/null; done
+taskset -c 1 sh -c 'while :; do :; done' &
+busy=$!
+status=0
+wait "$job" || status=$?
+cat "$out"
+exit "$status"
