@@ -10,7 +10,8 @@
 #   tools/pg-bench/compare/shared_core.sh [PG-BENCH ARGS]
 #
 # PG-BENCH ARGS default to -b 8 -e 2M -f 8 -n 20 -w 2 -r 15 -c 0 -B fairring,mpi-raw.
-# Needs taskset and CPUs 0 and 1; PG_BENCH names the binary (default: build/).
+# Needs taskset and CPUs 0 and 1. PG_BENCH names the binary (default: build/'s),
+# MPIEXEC the launcher with its flags (default: mpiexec).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 bench=${PG_BENCH:-$root/build/tools/pg-bench/pg-bench}
@@ -19,14 +20,26 @@ command -v taskset >/dev/null || { echo "shared_core.sh: needs taskset (util-lin
 out=$(mktemp)
 busy=
 trap 'rm -f "$out"; [ -z "$busy" ] || kill "$busy" 2>/dev/null || true' EXIT
-mpiexec -n 2 "$bench" "$@" >"$out" 2>&1 &
+# shellcheck disable=SC2086 # MPIEXEC is a command with its flags
+${MPIEXEC:-mpiexec} -n 2 "$bench" "$@" >"$out" 2>&1 &
 job=$!
+# The launcher's processes and the ranks under it (no other job's).
+descendants() {
+  local child
+  for child in $(pgrep -P "$1"); do
+    echo "$child"
+    descendants "$child"
+  done
+}
 # The backend lines come after every create.
 until grep -q '^# backend' "$out" || ! kill -0 "$job" 2>/dev/null; do sleep 0.01; done
-for pid in $(pgrep -x "$(basename "$bench")"); do taskset -apc 0 "$pid" >/dev/null; done
+for pid in $job $(descendants "$job"); do taskset -apc 0 "$pid" >/dev/null 2>&1 || true; done
 taskset -c 1 sh -c 'while :; do :; done' &
 busy=$!
+moved="# ranks moved onto CPU 0, a busy loop on CPU 1, while the job ran"
+kill -0 "$job" 2>/dev/null || moved="# the job ended before its ranks were moved: give it more repetitions"
 status=0
 wait "$job" || status=$?
 cat "$out"
+echo "$moved"
 exit "$status"
