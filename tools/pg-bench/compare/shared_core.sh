@@ -18,8 +18,10 @@ bench=${PG_BENCH:-$root/build/tools/pg-bench/pg-bench}
 [ $# -gt 0 ] || set -- -b 8 -e 2M -f 8 -n 20 -w 2 -r 15 -c 0 -B fairring,mpi-raw
 command -v taskset >/dev/null || { echo "shared_core.sh: needs taskset (util-linux)" >&2; exit 2; }
 out=$(mktemp)
-busy=
-trap 'rm -f "$out"; [ -z "$busy" ] || kill "$busy" 2>/dev/null || true' EXIT
+busy= job=
+# Whatever ends the script (a signal too) takes its job and busy loop with it.
+trap 'rm -f "$out"; kill $job $busy 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
 # shellcheck disable=SC2086 # MPIEXEC is a command with its flags
 ${MPIEXEC:-mpiexec} -n 2 "$bench" "$@" >"$out" 2>&1 &
 job=$!
@@ -41,5 +43,5 @@ kill -0 "$job" 2>/dev/null || moved="# the job ended before its ranks were moved
 status=0
 wait "$job" || status=$?
 cat "$out"
-echo "$moved"
+[ "$status" -ne 0 ] || echo "$moved"  # a failed job says why itself
 exit "$status"
