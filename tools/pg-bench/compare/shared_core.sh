@@ -17,6 +17,7 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 bench=${PG_BENCH:-$root/build/tools/pg-bench/pg-bench}
 [ $# -gt 0 ] || set -- -b 8 -e 2M -f 8 -n 20 -w 2 -r 15 -c 0 -B fairring,mpi-raw
 command -v taskset >/dev/null || { echo "shared_core.sh: needs taskset (util-linux)" >&2; exit 2; }
+taskset -c 0,1 true 2>/dev/null || { echo "shared_core.sh: needs CPUs 0 and 1 (taskset -c 0,1 failed)" >&2; exit 2; }
 out=$(mktemp)
 busy= job=
 # Whatever ends the script (a signal too) takes its job and busy loop with it.
