@@ -12,6 +12,7 @@
 #include "core/watchdog.h"
 #include "mpi/agree.h"
 #include "util/dtype.h"
+#include "util/keep_alive.h"
 #include "util/poll.h"
 #include "util/status.h"
 
@@ -25,11 +26,14 @@ bool trivial(const CollArgs &a) {
   return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier && !is_uneven(a.coll);
 }
 
-// A backend failure poisons the strategy; the flight recorder dumps then, while
-// the job may still be alive to tell.
+// A backend failure poisons the strategy and raises its alarm, so that the
+// peers stop waiting for this rank (a failure learned from a peer's alarm
+// raises nothing more); the flight recorder dumps then, while the job may
+// still be alive to tell.
 pg_status poison_on_failure(pg_strategy *s, pg_status st) {
   if (st == PG_ERR_BACKEND && !s->health.poisoned()) {
     s->health.poison(last_error());
+    s->alarm->raise(Alarm::Cause::failed, true);
     if (s->trace) trace::dump("poison");
   }
   return st;
@@ -58,6 +62,20 @@ std::string missing_ranks(const std::vector<MPI_Request> &receives) {
 }
 
 bool settle(pg_work *w, double timeout_s);
+bool drive(pg_work *w, double timeout_s);
+
+// The strategy's started native collectives that no queued task has adopted:
+// a task queued now adopts them (it moves them to their end before it runs,
+// and the caller's thread no longer tests them).
+std::vector<pg_work *> adopt_started(pg_strategy *s) {
+  std::vector<pg_work *> adopted;
+  for (const auto &[order, w] : s->works)
+    if (w->collective && w->native && !w->adopted && !w->finished) {
+      w->adopted = true;
+      adopted.push_back(w);
+    }
+  return adopted;
+}
 
 // Below MPI_THREAD_MULTIPLE with PGS_TIMEOUT there is no watchdog thread: the
 // caller's own polls check the collective it has in flight.
@@ -73,47 +91,68 @@ Until polled_by_caller(pg_strategy *s) {
 // peer may be waiting for one of them before it comes to this collective.
 void poke_started(pg_strategy *s) {
   for (const auto &[order, w] : s->works)
-    if (w->collective && w->native && !w->finished) settle(w, 0);
+    if (w->collective && w->native && !w->adopted && !w->finished) drive(w, 0);
 }
+
+// The buffers and requests of one fingerprint exchange: MPI's until every
+// request has finished.
+struct FingerprintExchange {
+  static constexpr int kSlot = 256;  // fingerprints are short
+  explicit FingerprintExchange(std::size_t ranks)
+      : out(kSlot, '\0'), in(ranks * kSlot, '\0'), receives(ranks, MPI_REQUEST_NULL), sends(ranks, MPI_REQUEST_NULL) {}
+  bool active() const {
+    auto live = [](MPI_Request r) { return r != MPI_REQUEST_NULL; };
+    return std::any_of(receives.begin(), receives.end(), live) || std::any_of(sends.begin(), sends.end(), live);
+  }
+  std::vector<char> out, in;
+  std::vector<MPI_Request> receives, sends;
+};
 
 // PGS_DEBUG=detail: every rank sends its fingerprint to every other rank point
 // to point rather than in one allgather, so that while it waits it knows which
 // peers have arrived (the watchdog names the others), and it polls, so that
 // below MPI_THREAD_MULTIPLE the watchdog still runs.
-pg_status exchange_fingerprints(pg_strategy *s, const std::string &mine, std::vector<std::string> *all) {
-  constexpr int kSlot = 256, kTag = 1;  // fingerprints are short; s->comm carries nothing else point to point
-  const std::size_t p = static_cast<std::size_t>(s->size);
-  std::vector<char> out(kSlot, '\0'), in(p * kSlot, '\0');
-  std::copy_n(mine.data(), std::min<std::size_t>(mine.size(), kSlot - 1), out.begin());
-  std::vector<MPI_Request> receives(p, MPI_REQUEST_NULL), sends(p, MPI_REQUEST_NULL);
+pg_status post_and_wait(pg_strategy *s, const std::string &mine, FingerprintExchange &x) {
+  constexpr int kSlot = FingerprintExchange::kSlot, kTag = 1;  // s->comm carries nothing else point to point
+  std::copy_n(mine.data(), std::min<std::size_t>(mine.size(), kSlot - 1), x.out.begin());
   for (int r = 0; r < s->size; ++r) {
     if (r == s->rank) continue;
-    PG_MPI_CHECK(MPI_Irecv(&in[r * kSlot], kSlot, MPI_CHAR, r, kTag, s->comm, &receives[r]));
-    PG_MPI_CHECK(MPI_Isend(out.data(), kSlot, MPI_CHAR, r, kTag, s->comm, &sends[r]));
+    PG_MPI_CHECK(MPI_Irecv(&x.in[r * kSlot], kSlot, MPI_CHAR, r, kTag, s->comm, &x.receives[r]));
+    PG_MPI_CHECK(MPI_Isend(x.out.data(), kSlot, MPI_CHAR, r, kTag, s->comm, &x.sends[r]));
   }
-  std::copy(out.begin(), out.end(), in.begin() + s->rank * kSlot);
-  std::string missing = missing_ranks(receives);
+  std::copy(x.out.begin(), x.out.end(), x.in.begin() + s->rank * kSlot);
+  std::string missing = missing_ranks(x.receives);
   watchdog::Marks &marks = watchdog::own_marks(s);
   marks.set_missing(missing);
   bool arrived = false;
   PG_CHECK(poll(
       [&](bool *done) {
-        for (MPI_Request &r : receives) {
+        for (MPI_Request &r : x.receives) {
           int received = 0;
           if (r != MPI_REQUEST_NULL) PG_MPI_CHECK(MPI_Test(&r, &received, MPI_STATUS_IGNORE));
         }
-        const std::string now = missing_ranks(receives);
+        const std::string now = missing_ranks(x.receives);
         if (now != missing) marks.set_missing(missing = now);
         int sent = 0;
-        PG_MPI_CHECK(MPI_Testall(s->size, sends.data(), &sent, MPI_STATUSES_IGNORE));
+        PG_MPI_CHECK(MPI_Testall(s->size, x.sends.data(), &sent, MPI_STATUSES_IGNORE));
         *done = missing.empty() && sent;
         if (!*done) poke_started(s);
         return PG_OK;
       },
       polled_by_caller(s), &arrived));
   marks.set_missing({});
+  return PG_OK;
+}
+
+pg_status exchange_fingerprints(pg_strategy *s, const std::string &mine, std::vector<std::string> *all) {
+  auto x = std::make_shared<FingerprintExchange>(static_cast<std::size_t>(s->size));
+  const pg_status st = post_and_wait(s, mine, *x);
+  // A wait that ended early (an abort, a failed peer) leaves requests that
+  // MPI may still complete into these buffers.
+  if (x->active()) keep_until_exit(x);
+  PG_CHECK(st);
   all->clear();
-  for (std::size_t r = 0; r < p; ++r) all->emplace_back(&in[r * kSlot]);
+  for (int r = 0; r < s->size; ++r) all->emplace_back(&x->in[static_cast<std::size_t>(r) * FingerprintExchange::kSlot]);
   return PG_OK;
 }
 
@@ -310,7 +349,8 @@ std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
 }
 
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
-  CancelScope abortable(&s->aborted);
+  CancelScope abortable(&s->aborted, s->alarm.get());
+  PG_CHECK(poison_on_failure(s, s->alarm->check_node()));  // a peer failed or aborted: no wait for it
   const pg_status entered = enter(s, args, local, false);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
   if (entered != PG_OK || trivial(args)) return op.end(entered);
@@ -323,7 +363,8 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
 
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out) {
   *out = nullptr;
-  CancelScope abortable(&s->aborted);
+  CancelScope abortable(&s->aborted, s->alarm.get());
+  PG_CHECK(poison_on_failure(s, s->alarm->check_node()));  // a peer failed or aborted: no wait for it
   const pg_status entered = enter(s, args, local, true);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args), trace::kNonblocking);
   if (entered != PG_OK) return op.end(entered);
@@ -359,9 +400,14 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
       if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
         pg_work *raw = w.get();
         const std::uint64_t sequence = s->sequence;
-        s->progress.submit([s, raw, a, sequence] {
-          CancelScope abortable(&s->aborted);
+        // The task finishes the works started natively before it first: they
+        // may move only when tested (fairring's fast path), and the task may
+        // wait for them (a later operation of the same kind).
+        std::vector<pg_work *> before = adopt_started(s);
+        s->progress.submit([s, raw, a, sequence, before] {
+          CancelScope abortable(&s->aborted, s->alarm.get());
           trace::Current current(s->trace.get(), raw->trace_seq);
+          for (pg_work *earlier : before) drive(earlier, -1);
           complete(raw, execute_nonblocking(s, a, sequence), last_error());
         });
       } else {
@@ -395,26 +441,34 @@ pg_status poll_native(pg_work *w, double timeout_s, bool *done) {
   return st;
 }
 
-// Brings w up to date without waiting; true when it has finished.
-bool settle(pg_work *w, double timeout_s) {
-  if (w->native) {
-    if (!w->finished && runtime::finalizing()) {
-      // MPI may not be called any more: the request is given up, not tested
-      // (destroying a request makes no MPI call once MPI is finalized).
-      w->native.reset();
-      complete(w, PG_ERR_STATE, "MPI was finalized before this work finished; it can no longer finish");
-    }
-    if (!w->finished) {
-      bool done = false;
-      pg_status st = poll_native(w, timeout_s, &done);
-      if (!done) return false;
-      if (w->strategy) poison_on_failure(w->strategy, st);
-      complete(w, st, last_error());
-    }
-    return true;
+// Moves a native work on, until it finishes or `timeout_s` passes (< 0:
+// until it finishes): true when it has finished. Only the thread that owns
+// the work's request calls it: the caller's, or the progress thread once a
+// queued task has adopted the work.
+bool drive(pg_work *w, double timeout_s) {
+  if (!w->finished && runtime::finalizing()) {
+    // MPI may not be called any more: the request is given up, not tested
+    // (destroying a request makes no MPI call once MPI is finalized).
+    w->native.reset();
+    complete(w, PG_ERR_STATE, "MPI was finalized before this work finished; it can no longer finish");
   }
+  if (!w->finished) {
+    bool done = false;
+    pg_status st = poll_native(w, timeout_s, &done);
+    if (!done) return false;
+    if (w->strategy) poison_on_failure(w->strategy, st);
+    complete(w, st, last_error());
+  }
+  return true;
+}
+
+// Brings w up to date, waiting up to `timeout_s` (< 0: until it finishes);
+// true when it has finished. A work this thread does not move (queued, or
+// adopted by a queued task) is waited for.
+bool settle(pg_work *w, double timeout_s) {
+  if (w->native && !w->adopted) return drive(w, timeout_s);
   std::unique_lock<std::mutex> lock(w->mutex);
-  auto finished = [w] { return w->finished; };
+  auto finished = [w] { return w->finished.load(); };
   if (timeout_s < 0) {
     w->finished_cv.wait(lock, finished);
     return true;
@@ -449,14 +503,16 @@ void settle_started(pg_strategy *s) {
 }
 
 pg_status work_wait(pg_work *w, double timeout_s) {
-  CancelScope abortable(w->strategy ? &w->strategy->aborted : nullptr);
+  pg_strategy *s = w->strategy;
+  CancelScope abortable(s ? &s->aborted : nullptr, s ? s->alarm.get() : nullptr);
   if (!settle_in_order(w, timeout_s))
     return fail(PG_ERR_TIMEOUT, "the work has not finished after %g s; wait again", timeout_s);
   return w->status == PG_OK ? PG_OK : fail_message(w->status, w->error);
 }
 
 pg_status work_test(pg_work *w, int *done) {
-  CancelScope abortable(w->strategy ? &w->strategy->aborted : nullptr);
+  pg_strategy *s = w->strategy;
+  CancelScope abortable(s ? &s->aborted : nullptr, s ? s->alarm.get() : nullptr);
   *done = settle_in_order(w, 0);  // an unfinished work is not a failure: the last error stays
   if (!*done || w->status == PG_OK) return PG_OK;
   return fail_message(w->status, w->error);

@@ -12,6 +12,7 @@
 #include "launch/launcher.h"
 #include "mpi/agree.h"
 #include "topology/machine.h"
+#include "util/keep_alive.h"
 #include "util/log.h"
 #include "util/names.h"
 #include "util/poll.h"
@@ -202,6 +203,7 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
   PG_CHECK(collective_step(s, [&] {
     return topology::build_layout(s->comm, s->settings.ranks_per_node, &s->layout);
   }));
+  PG_CHECK(collective_step(s, [&] { return Alarm::create(s->comm, s->layout, &s->alarm); }));
   s->device_name = "cpu";
   PG_CHECK(collective_step(s, [&] {
     std::string bus_id;  // CUDA's own view of the GPU, matched in hwloc's topology
@@ -280,6 +282,9 @@ pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out) 
 void abort_strategy(pg_strategy *s) {
   if (s->aborted.exchange(true)) return;
   s->health.poison("aborted by pg_strategy_abort");
+  // The node's peers learn at once; the other nodes now where MPI may be
+  // called from any thread, else at destroy.
+  if (s->alarm) s->alarm->raise(Alarm::Cause::aborted, runtime::thread_level() == MPI_THREAD_MULTIPLE);
   // Asynchronous backends (NCCL) end what they enqueued; the library's own
   // waits end at their next poll. (The fallback may be in the making on the
   // strategy's thread: it is left to its polls.)
@@ -289,27 +294,61 @@ void abort_strategy(pg_strategy *s) {
 
 namespace {
 
-// What an aborted strategy leaves behind, kept (reachable) until the process
-// exits: freeing it could wait for peers or for an operation MPI cannot cancel.
-void keep_until_exit(std::shared_ptr<void> thing) {
-  static std::mutex mutex;
-  static auto *kept = new std::vector<std::shared_ptr<void>>;  // never destroyed
-  std::lock_guard<std::mutex> lock(mutex);
-  kept->push_back(std::move(thing));
+// Waits for the strategy's unfinished works before a destroy that every rank
+// makes (an unusable strategy's are given up); the first failure.
+pg_status finish_works(pg_strategy *s, bool alive) {
+  pg_status result = PG_OK;
+  for (const auto &[order, w] : s->works) {
+    if (alive && !s->health.poisoned()) {
+      pg_status st = work_wait(w, -1);
+      if (st != PG_OK && result == PG_OK) result = st;
+    } else if (w->native && !w->finished) {
+      complete(w, PG_ERR_STATE, "the strategy was destroyed before this work finished");
+    }
+  }
+  return result;
 }
 
-// destroy after pg_strategy_abort: frees this process's own memory and waits
-// for no peer. Backends, their communicators and shared memory, the library's
-// communicators and unfinished requests are kept until the process exits.
-pg_status destroy_aborted(pg_strategy *s, const std::shared_ptr<trace::Recorder> &recorder) {
+// Whether every rank came to destroy the strategy, so that what is freed
+// collectively (shared windows, communicators) can be: a barrier, which ends
+// as soon as this rank learns of a peer's failure or abort. A rank that
+// failed, or whose strategy was aborted, frees nothing collectively: its
+// peers cannot count on it.
+bool everyone_destroys(pg_strategy *s) {
+  if (!s->alarm || s->comm == MPI_COMM_NULL || s->size == 1) return true;
+  if (s->alarm->raised()) return false;
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(s->comm, &barrier) != MPI_SUCCESS) return false;
+  CancelScope watched(nullptr, s->alarm.get());
+  bool done = false;
+  const pg_status st = poll(
+      [&barrier](bool *d) {
+        int arrived = 0;
+        PG_MPI_CHECK(MPI_Test(&barrier, &arrived, MPI_STATUS_IGNORE));
+        *d = arrived != 0;
+        return PG_OK;
+      },
+      Until{}, &done);
+  return st == PG_OK;  // else the barrier is left unfinished: it holds no buffer
+}
+
+// destroy where not every rank frees collectively (after pg_strategy_abort,
+// or a failure this rank raised or learned of): frees this process's own
+// memory and waits for no peer. Backends, their communicators and shared
+// memory, the library's communicators and unfinished requests are kept until
+// the process exits.
+pg_status destroy_alone(pg_strategy *s, const std::shared_ptr<trace::Recorder> &recorder) {
   runtime::untrack(s);
+  // Below MPI_THREAD_MULTIPLE an abort could tell only the node: the other nodes now.
+  if (s->aborted && s->alarm) s->alarm->raise(Alarm::Cause::aborted, true);
   // A queued task stuck in a custom backend's blocking call keeps the progress
   // thread, and with it the strategy.
   const bool thread_done = s->progress.abandon(std::chrono::milliseconds(200));
   for (const auto &[order, w] : s->works) {
-    // Queued works are the progress thread's to complete (at once, aborted;
-    // or when a stuck custom backend returns).
-    if (w->native) {
+    // Queued works, and those a queued task adopted, are the progress
+    // thread's to complete (at once, aborted; or when a stuck custom backend
+    // returns).
+    if (w->native && (thread_done || !w->adopted)) {
       complete(w, PG_ERR_ABORTED, "the strategy was aborted (pg_strategy_abort) before this work finished");
       keep_until_exit(std::move(w->native));  // its MPI requests cannot be cancelled
     }
@@ -320,6 +359,7 @@ pg_status destroy_aborted(pg_strategy *s, const std::shared_ptr<trace::Recorder>
   s->memory.release_all(false);
   keep_until_exit(std::move(s->fallback));
   keep_until_exit(std::move(s->primary));
+  keep_until_exit(std::move(s->alarm));
   if (thread_done) delete s;
   else keep_until_exit(std::shared_ptr<void>(s, [](void *) {}));  // its progress thread still runs
   if (recorder) trace::retire(recorder);
@@ -331,19 +371,18 @@ pg_status destroy_aborted(pg_strategy *s, const std::shared_ptr<trace::Recorder>
 pg_status destroy_strategy(pg_strategy *s) {
   // The recorder outlives the strategy, for the dump that follows.
   const std::shared_ptr<trace::Recorder> recorder = s->trace;
-  if (s->aborted) return destroy_aborted(s, recorder);
+  if (s->aborted) return destroy_alone(s, recorder);
   trace::Op op(s, static_cast<std::uint8_t>(trace::Event::destroy), nullptr, 0);
   runtime::untrack(s);
   s->progress.stop();
   const bool alive = runtime::mpi_alive();
-  pg_status result = PG_OK;
+  const pg_status result = finish_works(s, alive);
+  if (alive && !everyone_destroys(s)) {
+    op.end(result);
+    destroy_alone(s, recorder);
+    return result;
+  }
   for (const auto &[order, w] : s->works) {
-    if (alive && !s->health.poisoned()) {
-      pg_status st = work_wait(w, -1);
-      if (st != PG_OK && result == PG_OK) result = st;
-    } else if (w->native && !w->finished) {
-      complete(w, PG_ERR_STATE, "the strategy was destroyed before this work finished");
-    }
     // Its request belongs to the backend about to go: the work keeps only its status.
     w->native.reset();
     w->strategy = nullptr;
@@ -352,6 +391,7 @@ pg_status destroy_strategy(pg_strategy *s) {
   s->memory.release_all(alive);
   s->fallback.reset();
   s->primary.reset();
+  s->alarm.reset();
   if (alive) {
     topology::free_layout(&s->layout);
     if (s->comm != MPI_COMM_NULL) MPI_Comm_free(&s->comm);

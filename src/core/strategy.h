@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/alarm.h"
 #include "core/backend.h"
 #include "core/instance.h"
 #include "core/memory.h"
@@ -77,6 +78,9 @@ struct pg_strategy {
   std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
 
   pg::Health health;               // poisoned by dispatch and the watchdog
+  // How this rank learns that a peer failed or aborted, and tells them when it
+  // does (core/alarm.h); raised by dispatch and pg_strategy_abort.
+  std::unique_ptr<pg::Alarm> alarm;
   // Set by pg_strategy_abort, from any thread: the waits of every call in
   // flight on the strategy end (util/poll.h, CancelScope).
   std::atomic<bool> aborted{false};
@@ -94,7 +98,10 @@ struct pg_work {
   std::unique_ptr<pg::Request> native;           // a backend's own request, or
   std::mutex mutex;                              // ... a task on the progress thread
   std::condition_variable finished_cv;
-  bool finished = false;
+  std::atomic<bool> finished{false};             // set under `mutex`; read by the waits without it
+  // A native work that a queued task adopted: the progress thread moves it
+  // to its end (dispatch.cpp); the caller's thread no longer tests it.
+  bool adopted = false;
   pg_status status = PG_OK;
   std::string error;
   std::vector<char> stage;                       // staging for in-place alltoall

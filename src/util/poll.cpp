@@ -58,13 +58,21 @@ void Backoff::idle() {
 
 namespace {
 thread_local const std::atomic<bool> *t_cancel = nullptr;
+thread_local PeerWatch *t_peers = nullptr;
 }  // namespace
 
-CancelScope::CancelScope(const std::atomic<bool> *flag) : previous_(t_cancel) { t_cancel = flag; }
+CancelScope::CancelScope(const std::atomic<bool> *flag, PeerWatch *peers)
+    : previous_flag_(t_cancel), previous_peers_(t_peers) {
+  t_cancel = flag;
+  t_peers = peers;
+}
 
-CancelScope::~CancelScope() { t_cancel = previous_; }
+CancelScope::~CancelScope() {
+  t_cancel = previous_flag_;
+  t_peers = previous_peers_;
+}
 
-const std::atomic<bool> *cancel_flag() { return t_cancel; }
+Interruption::Interruption() : flag_(t_cancel), peers_(t_peers) {}
 
 pg_status aborted() { return fail(PG_ERR_ABORTED, "the call was aborted (pg_strategy_abort) while it waited"); }
 

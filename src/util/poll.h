@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "pg_strategy.h"
+#include "util/status.h"
 
 namespace pg {
 
@@ -48,30 +49,57 @@ struct Until {
   std::function<void()> check;
 };
 
-// A thread's way out of its waits: while a CancelScope is alive, every poll of
+// What a wait learns about the other ranks: a peer that failed or aborted
+// (core/alarm.h). Checked every kWatchRounds rounds of a wait and at its last
+// round, so a wait that ends at once never pays for it.
+class PeerWatch {
+ public:
+  static constexpr unsigned kWatchRounds = 64;
+  virtual ~PeerWatch() = default;
+  // PG_OK, or PG_ERR_BACKEND naming the rank that failed or aborted.
+  virtual pg_status check() = 0;
+};
+
+// A thread's way out of its waits: while a CancelScope is alive, every wait of
 // the thread ends with PG_ERR_ABORTED once `flag` is set (pg_strategy_abort
-// sets its strategy's, from any thread). Scopes nest.
+// sets its strategy's, from any thread), or with the status `peers` reports
+// once a peer failed. Scopes nest.
 class CancelScope {
  public:
-  explicit CancelScope(const std::atomic<bool> *flag);
+  explicit CancelScope(const std::atomic<bool> *flag, PeerWatch *peers = nullptr);
   ~CancelScope();
   CancelScope(const CancelScope &) = delete;
   CancelScope &operator=(const CancelScope &) = delete;
 
  private:
-  const std::atomic<bool> *previous_;
+  const std::atomic<bool> *previous_flag_;
+  PeerWatch *previous_peers_;
 };
-// The flag that cancels the calling thread's waits (null outside every
-// CancelScope): a wait reads it once, as it starts (a thread-local is a call
-// away in a shared library), and tests it at every round; and the status to
-// return then (PG_ERR_ABORTED, with its message).
-const std::atomic<bool> *cancel_flag();
-inline bool cancelled(const std::atomic<bool> *flag) { return flag && flag->load(std::memory_order_relaxed); }
 pg_status aborted();
+
+// One wait's view of its thread's CancelScope, read once as the wait starts
+// (a thread-local is a call away in a shared library). Every loop that waits
+// for a peer, MPI or the GPU asks it at each round that found nothing done.
+class Interruption {
+ public:
+  Interruption();
+  // Why the wait must end now (PG_ERR_ABORTED, or the peers' status), PG_OK
+  // to go on. `last`: the wait gives up after this round (its deadline).
+  pg_status check(bool last = false) {
+    if (flag_ && flag_->load(std::memory_order_relaxed)) return aborted();
+    if (peers_ && (last || ++rounds_ % PeerWatch::kWatchRounds == 0)) return peers_->check();
+    return PG_OK;
+  }
+
+ private:
+  const std::atomic<bool> *flag_;
+  PeerWatch *peers_;
+  unsigned rounds_ = 0;
+};
 
 // Calls test(&done) until done or a failure, and returns its status; or
 // until the deadline, returning PG_OK with *done false; or until the
-// thread's waits are cancelled (PG_ERR_ABORTED).
+// thread's waits are interrupted (PG_ERR_ABORTED, or a peer's failure).
 template <typename Test>
 pg_status poll(Test &&test, const Until &until, bool *done) {
   // The clock is read only for a deadline.
@@ -80,15 +108,16 @@ pg_status poll(Test &&test, const Until &until, bool *done) {
     deadline = std::chrono::steady_clock::now() +
                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                    std::chrono::duration<double>(until.timeout_s));
-  const std::atomic<bool> *cancel = cancel_flag();
+  Interruption interruption;
   Backoff backoff;
   while (true) {
     *done = false;
     const pg_status st = test(done);
     if (*done || st != PG_OK) return st;
-    if (cancelled(cancel)) return aborted();
+    const bool last = until.timeout_s >= 0 && std::chrono::steady_clock::now() >= deadline;
+    PG_CHECK(interruption.check(last));
     if (until.check) until.check();
-    if (until.timeout_s >= 0 && std::chrono::steady_clock::now() >= deadline) return PG_OK;
+    if (last) return PG_OK;
     backoff.idle();
   }
 }

@@ -5,10 +5,11 @@
  * for) that rank 1 joins only 2 s later; a second thread of rank 0 aborts the
  * strategy after 300 ms. The call returns PG_ERR_ABORTED within 1 s of the
  * abort, later calls return PG_ERR_STATE, and destroy returns at once. Rank 1
- * then enters the allreduce with an abort of its own armed for 1 s (each rank
- * stops at its own abort): it either completes, with what rank 0 had left, or
- * ends aborted. The buffer stays allocated: MPI may still use it (the
- * contract of pg_strategy_abort). */
+ * then enters the allreduce: it learns of rank 0's abort (the strategy's
+ * alarm, docs/errors.md) and returns PG_ERR_BACKEND naming rank 0 within 1 s,
+ * with no PGS_TIMEOUT; its later calls return PG_ERR_STATE and its destroy
+ * does not wait for rank 0. The buffer stays allocated: MPI may still use it
+ * (the contract of pg_strategy_abort). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
@@ -78,20 +79,25 @@ int main(int argc, char **argv) {
   PG_TEST_TRUE(buf != NULL, "%zu doubles allocated", count);
   if (s && buf) {
     const int rank = pg_strategy_rank(s);
-    struct aborter a = {s, rank == 0 ? 0.3 : 1.0, 0, PG_OK};
-    if (rank == 1) sleep_s(2);
-    pg_test_step("allreduce of %zu on %s, %s, aborted from another thread", count, argv[1], argv[3]);
-    pthread_t thread;
-    pthread_create(&thread, NULL, abort_later, &a);
-    const pg_status st = allreduce(s, buf, count, work);
-    const double returned = now();
-    pthread_join(thread, NULL);
-    PG_TEST_STATUS(a.status, PG_OK);
     if (rank == 0) {
+      struct aborter a = {s, 0.3, 0, PG_OK};
+      pg_test_step("allreduce of %zu on %s, %s, aborted from another thread", count, argv[1], argv[3]);
+      pthread_t thread;
+      pthread_create(&thread, NULL, abort_later, &a);
+      const pg_status st = allreduce(s, buf, count, work);
+      const double returned = now();
+      pthread_join(thread, NULL);
+      PG_TEST_STATUS(a.status, PG_OK);
       PG_TEST_TRUE(st == PG_ERR_ABORTED, "the call ends aborted: %s: %s", pg_status_name(st), pg_last_error());
       PG_TEST_TRUE(returned - a.at < 1.0, "within 1 s of the abort: %.3f s", returned - a.at);
     } else {
-      PG_TEST_TRUE(st == PG_OK || st == PG_ERR_ABORTED, "rank 1: %s: %s", pg_status_name(st), pg_last_error());
+      sleep_s(2);
+      pg_test_step("allreduce of %zu on %s, %s, after rank 0 aborted", count, argv[1], argv[3]);
+      const double entered = now();
+      const pg_status st = allreduce(s, buf, count, work);
+      PG_TEST_TRUE(st == PG_ERR_BACKEND && strstr(pg_last_error(), "rank 0 aborted"),
+                   "rank 1 learns of rank 0's abort: %s: %s", pg_status_name(st), pg_last_error());
+      PG_TEST_TRUE(now() - entered < 1.0, "within 1 s: %.3f s", now() - entered);
     }
     pg_test_step("after the abort");
     PG_TEST_STATUS(pg_allreduce(s, buf, buf, count, PG_FLOAT64, PG_SUM), PG_ERR_STATE);

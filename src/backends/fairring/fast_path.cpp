@@ -46,7 +46,7 @@ class FastPath::Op final : public Request {
   pg_status test(bool *done) override {
     *done = false;
     if (stage_ == Stage::publish) {
-      if (p_.finished_ + 1 < t_) return PG_OK;  // the operation before this one is not done here
+      if (p_.finished_.load(std::memory_order_acquire) + 1 < t_) return PG_OK;  // the operation before this one is not done here
       if (!tree_) publish();
       stage_ = Stage::gather;
     }
@@ -340,7 +340,7 @@ class FastPath::Op final : public Request {
   }
 
   pg_status finish(bool *done) {
-    p_.finished_ = t_;
+    p_.finished_.store(t_, std::memory_order_release);
     stage_ = Stage::finished;
     *done = true;
     return PG_OK;

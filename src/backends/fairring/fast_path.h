@@ -118,7 +118,9 @@ class FastPath {
   Backend *rail_ = nullptr;
   bool rails_ = false;  // split allreduces cross nodes on every rank's rail
   std::uint64_t started_ = 0;   // operations started here
-  std::uint64_t finished_ = 0;  // operations finished here, in order
+  // Operations finished here, in order. Read by the next operation's first
+  // step, which may run on another thread (the progress thread's, a queued task).
+  std::atomic<std::uint64_t> finished_{0};
 };
 
 }  // namespace pg::fairring

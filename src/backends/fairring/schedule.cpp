@@ -24,15 +24,18 @@ class Schedule::Operation final : public Request {
 
   // Backs off only while nothing moves.
   pg_status wait() override {
-    const std::atomic<bool> *cancel = cancel_flag();
+    Interruption interruption;
     Backoff backoff;
     while (true) {
       bool done = false, moved = false;
       pg_status st = step(&done, &moved);
       if (done) return st;
-      if (moved) backoff.moved();
-      else if (cancelled(cancel)) return aborted();
-      else backoff.idle();
+      if (moved) {
+        backoff.moved();
+        continue;
+      }
+      PG_CHECK(interruption.check());
+      backoff.idle();
     }
   }
 

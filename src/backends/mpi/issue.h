@@ -6,12 +6,14 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "core/backend.h"
+#include "util/keep_alive.h"
 #include "util/status.h"
 
 namespace pg::mpi {
@@ -54,10 +56,17 @@ class Pending final : public Request {
   }
 
 
-  // Requests are left unfinished only when issuing failed halfway or a strategy
-  // is torn down after a failure. MPI forbids freeing an active collective
-  // request, and waiting could hang: they are left to MPI_Finalize.
-  ~Pending() override = default;
+  // Requests are left unfinished only when issuing failed halfway, or a wait
+  // ended early (pg_strategy_abort, a failed peer) or a strategy is torn down
+  // after a failure. MPI forbids freeing an active collective request, and
+  // waiting could hang: they are left to MPI_Finalize, and the buffers MPI
+  // may still write into (staging, kept arrays) are kept until the process exits.
+  ~Pending() override {
+    const bool active = std::any_of(requests_.begin(), requests_.end(), [](MPI_Request r) { return r != MPI_REQUEST_NULL; });
+    if (!active) return;
+    keep_until_exit(std::make_shared<std::vector<std::vector<char>>>(std::move(stages_)));
+    for (auto &kept : kept_) keep_until_exit(std::move(kept));
+  }
 
  private:
   // MPI only reads a request handle at the call that fills it, so the vector may grow.
