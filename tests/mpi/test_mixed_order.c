@@ -4,13 +4,22 @@
  * then a blocking allreduce, the last rank arriving late. Every rank must
  * finish with the right sums, whichever calls its backend starts natively and
  * whichever it runs on the progress thread. Then the same with the works
- * waited for in reverse order, and with one started but never waited for
- * before a blocking call. */
+ * waited for in reverse order, and waited for before the blocking call.
+ *
+ *   test_mixed_order BACKEND [funneled]
+ *
+ * BACKEND "ordered" is a table backend registered here whose nonblocking
+ * allreduces move only when tested and only in start order (as fairring's
+ * fast path does), and whose broadcast has no nonblocking entry: an
+ * ibroadcast then waits on the progress thread while an allreduce started
+ * before it is the caller's, and the allreduce queued after it waits for that
+ * one. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "pg_backend.h"
 #include "pg_test.h"
 
 enum { kSmall = 16, kLarge = 1 << 20 }; /* floats: 64 B and 4 MiB */
@@ -77,6 +86,117 @@ static void run_order(pg_strategy *s, int reverse, const char *name) {
   for (int k = 0; k < 4; ++k) free(out[k]);
 }
 
+/* The "ordered" backend: request t finishes only once request t - 1 has. */
+struct ordered {
+  MPI_Comm comm;
+  unsigned long started, finished;
+};
+struct ordered_request {
+  unsigned long t;
+  MPI_Request mpi;
+};
+
+static pg_status ordered_create(const pg_backend_context *ctx, void *user, void **state) {
+  (void)user;
+  struct ordered *o = calloc(1, sizeof *o);
+  if (!o) return PG_ERR_NO_MEMORY;
+  o->comm = ctx->comm;
+  *state = o;
+  return PG_OK;
+}
+
+static void ordered_destroy(void *state) { free(state); }
+
+static pg_status ordered_iallreduce(void *state, const void *send, void *recv, size_t count, pg_dtype dtype,
+                                    pg_op op, void **request) {
+  struct ordered *o = state;
+  if (dtype != PG_FLOAT32 || op != PG_SUM) return PG_ERR_UNSUPPORTED;
+  struct ordered_request *r = malloc(sizeof *r);
+  if (!r) return PG_ERR_NO_MEMORY;
+  r->t = ++o->started;
+  if (MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, MPI_FLOAT, MPI_SUM, o->comm, &r->mpi) !=
+      MPI_SUCCESS) {
+    free(r);
+    return PG_ERR_BACKEND;
+  }
+  *request = r;
+  return PG_OK;
+}
+
+static pg_status ordered_test(void *state, void *request, int *done) {
+  struct ordered *o = state;
+  struct ordered_request *r = request;
+  *done = 0;
+  if (o->finished + 1 < r->t) return PG_OK; /* the one before has not finished here */
+  if (MPI_Test(&r->mpi, done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return PG_ERR_BACKEND;
+  if (*done) o->finished = r->t;
+  return PG_OK;
+}
+
+static void ordered_request_free(void *state, void *request) {
+  (void)state;
+  free(request);
+}
+
+static pg_status ordered_allreduce(void *state, const void *send, void *recv, size_t count, pg_dtype dtype,
+                                   pg_op op) {
+  void *request = NULL;
+  pg_status st = ordered_iallreduce(state, send, recv, count, dtype, op, &request);
+  for (int done = 0; st == PG_OK && !done;) st = ordered_test(state, request, &done);
+  free(request);
+  return st;
+}
+
+static pg_status ordered_broadcast(void *state, void *buf, size_t count, pg_dtype dtype, int root) {
+  const struct ordered *o = state;
+  return MPI_Bcast(buf, (int)(count * (size_t)pg_dtype_size(dtype)), MPI_BYTE, root, o->comm) == MPI_SUCCESS
+             ? PG_OK
+             : PG_ERR_BACKEND;
+}
+
+static void register_ordered(void) {
+  pg_backend_ops ops;
+  memset(&ops, 0, sizeof ops);
+  ops.abi_version = PG_BACKEND_ABI_VERSION;
+  ops.struct_size = sizeof ops;
+  ops.name = "ordered";
+  ops.devices = PG_DEVICE_CPU;
+  ops.create = ordered_create;
+  ops.destroy = ordered_destroy;
+  ops.allreduce = ordered_allreduce;
+  ops.broadcast = ordered_broadcast;
+  ops.iallreduce = ordered_iallreduce;
+  ops.test = ordered_test;
+  ops.request_free = ordered_request_free;
+  PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
+}
+
+/* An allreduce the caller starts, an ibroadcast queued behind it, an
+ * allreduce queued behind that, then a blocking allreduce. */
+static void run_queued(pg_strategy *s) {
+  const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  float x[kSmall], y[kSmall], z[kSmall], b[kSmall];
+  fill(x, kSmall, rank);
+  for (int i = 0; i < kSmall; ++i) b[i] = rank == 0 ? (float)(100 + i) : 0.0f;
+  pg_work *w[3] = {NULL, NULL, NULL};
+  pg_test_step("ordered: iallreduce, ibroadcast (queued), iallreduce (queued), then a blocking allreduce");
+  late(rank, size);
+  PG_TEST_STATUS(pg_iallreduce(s, x, y, kSmall, PG_FLOAT32, PG_SUM, &w[0]), PG_OK);
+  PG_TEST_STATUS(pg_ibroadcast(s, b, kSmall, PG_FLOAT32, 0, &w[1]), PG_OK);
+  PG_TEST_STATUS(pg_iallreduce(s, x, z, kSmall, PG_FLOAT32, PG_SUM, &w[2]), PG_OK);
+  float blocking[kSmall];
+  PG_TEST_STATUS(pg_allreduce(s, x, blocking, kSmall, PG_FLOAT32, PG_SUM), PG_OK);
+  for (int k = 2; k >= 0; --k) {
+    PG_TEST_STATUS(pg_work_wait(w[k], 60.0), PG_OK);
+    PG_TEST_STATUS(pg_work_free(w[k]), PG_OK);
+  }
+  check_sum(y, kSmall, size, "first allreduce");
+  check_sum(z, kSmall, size, "queued allreduce");
+  check_sum(blocking, kSmall, size, "blocking allreduce");
+  for (int i = 0; i < kSmall; ++i)
+    if (!PG_TEST_TRUE(b[i] == (float)(100 + i), "broadcast element %d: %g", i, b[i])) break;
+}
+
 int main(int argc, char **argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, argc > 2 && strcmp(argv[2], "funneled") == 0 ? MPI_THREAD_FUNNELED
@@ -84,9 +204,14 @@ int main(int argc, char **argv) {
                   &provided);
   pg_test_watchdog("test_mixed_order");
   const char *backend = argc > 1 ? argv[1] : "fairring";
+  const int ordered = strcmp(backend, "ordered") == 0;
+  if (ordered) register_ordered();
   pg_strategy *s = NULL;
   PG_TEST_STATUS(pg_strategy_create("cpu", backend, &s), PG_OK);
-  if (s) {
+  if (s && ordered) {
+    run_queued(s);
+    PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
+  } else if (s) {
     run_order(s, 0, backend);
     run_order(s, 1, backend);
     PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);

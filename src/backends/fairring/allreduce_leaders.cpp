@@ -1,21 +1,88 @@
 // allreduce, "leaders" (irregular layouts, from PGS_FAIRRING_MIN_BYTES): the
 // node reduces to its first rank, the first ranks of all nodes (rail 0)
-// allreduce, and each node broadcasts the result. fairring's original
-// implementation ended the job on such layouts.
+// allreduce, and each node broadcasts the result. Three steps, each started
+// as a request of the node's or the rail's instance once the one before it
+// has finished: the whole operation is nonblocking.
+//
+// A first rank whose step across nodes fails returns the failure and never
+// broadcasts; its node's other ranks, waiting in the broadcast, learn of it
+// from the strategy's alarm (docs/errors.md) and return PG_ERR_BACKEND
+// naming it.
 #include "backends/fairring/fairring_internal.h"
 #include "util/reduce.h"
 #include "util/status.h"
 
 namespace pg::fairring {
+namespace {
 
-pg_status allreduce_leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail) {
-  const pg_op combine = combining_op(a.op);
-  PG_CHECK(node.run(CollArgs::reduction(Coll::reduce, a.send, a.recv, a.count, a.dtype, combine, 0).placed(shape.local)));
-  if (shape.local == 0) {
-    PG_CHECK(rail.run(CollArgs::reduction(Coll::allreduce, a.recv, a.recv, a.count, a.dtype, combine).placed(shape.node)));
-    reduce_finish(a.dtype, a.op, a.recv, a.count, shape.size);
+class Leaders final : public Request {
+ public:
+  Leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail, bool fail_across)
+      : a_(a), local_(shape.local), node_index_(shape.node), rank_(shape.rank), size_(shape.size), node_(node),
+        rail_(rail), fail_across_(fail_across) {}
+
+  pg_status start() {
+    const CollArgs reduce = CollArgs::reduction(Coll::reduce, a_.send, a_.recv, a_.count, a_.dtype, combining_op(a_.op), 0);
+    return node_.start(reduce.placed(local_), &step_);
   }
-  return node.run(CollArgs::movement(Coll::broadcast, nullptr, a.recv, a.count, a.dtype, 0));
+
+  pg_status test(bool *done) override {
+    *done = false;
+    while (true) {
+      bool finished = false;
+      PG_CHECK(step_->test(&finished));
+      if (!finished) return PG_OK;
+      switch (stage_) {
+        case Stage::reduce:
+          if (local_ == 0) {
+            stage_ = Stage::across;
+            const CollArgs across =
+                CollArgs::reduction(Coll::allreduce, a_.recv, a_.recv, a_.count, a_.dtype, combining_op(a_.op));
+            PG_CHECK(rail_.start(across.placed(node_index_), &step_));
+            break;
+          }
+          PG_CHECK(broadcast());
+          break;
+        case Stage::across:
+          if (fail_across_)  // after its MPI step, so that no other node waits for it
+            return fail(PG_ERR_BACKEND,
+                        "fairring: rank %d failed its step across nodes of this allreduce (leaders) on request "
+                        "(PGS_FAIRRING_FAULT)",
+                        rank_);
+          reduce_finish(a_.dtype, a_.op, a_.recv, a_.count, size_);
+          PG_CHECK(broadcast());
+          break;
+        case Stage::broadcast:
+          *done = true;
+          return PG_OK;
+      }
+    }
+  }
+
+ private:
+  enum class Stage { reduce, across, broadcast };
+
+  pg_status broadcast() {
+    stage_ = Stage::broadcast;
+    return node_.start(CollArgs::movement(Coll::broadcast, nullptr, a_.recv, a_.count, a_.dtype, 0), &step_);
+  }
+
+  const CollArgs a_;
+  const int local_, node_index_, rank_, size_;  // this rank on its node, its node, in the strategy
+  Backend &node_, &rail_;
+  const bool fail_across_;
+  Stage stage_ = Stage::reduce;
+  std::unique_ptr<Request> step_;  // the current step's request
+};
+
+}  // namespace
+
+pg_status start_leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail, bool fail_across,
+                        std::unique_ptr<Request> *out) {
+  auto op = std::make_unique<Leaders>(a, shape, node, rail, fail_across);
+  PG_CHECK(op->start());
+  *out = std::move(op);
+  return PG_OK;
 }
 
 }  // namespace pg::fairring

@@ -27,6 +27,8 @@ class FairringBackend final : public Backend {
     const bool cuda = c.device_index >= 0, irregular = args.layout.irregular;
     settings_ = args.settings_of<Settings>("fairring").for_device(cuda);
     learn_shape(c, args.layout);
+    const std::vector<int> &failing = settings_.fail_across;
+    fails_across_ = std::find(failing.begin(), failing.end(), c.rank) != failing.end();
     // Shared memory inside nodes of several ranks (CPU); NCCL inside the node
     // with MPI across several nodes (CUDA). Regular layouts only.
     const bool transport = !irregular && (cuda ? shape_.nodes > 1 : shape_.local_size > 1);
@@ -48,10 +50,8 @@ class FairringBackend final : public Backend {
       // Its own instance on the rail, so its MPI calls never interleave with the schedule's.
       PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
-      const std::vector<int> &failing = settings_.fail_across;
       FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
-                              c.size, c.rank, !irregular,
-                              std::find(failing.begin(), failing.end(), c.rank) != failing.end()};
+                              c.size, c.rank, !irregular, fails_across_};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
     }
@@ -104,7 +104,11 @@ class FairringBackend final : public Backend {
     switch (algorithm) {
       case Algorithm::fast: return fast_->run(a);
       case Algorithm::hierarchical: return hierarchical(a)->wait();
-      case Algorithm::leaders: return allreduce_leaders(a, shape_, *node_->backend, *rail_->backend);
+      case Algorithm::leaders: {
+        std::unique_ptr<Request> op;
+        PG_CHECK(leaders(a, &op));
+        return op->wait();
+      }
       case Algorithm::flat: break;
     }
     return flat_->backend->run(a);
@@ -116,7 +120,7 @@ class FairringBackend final : public Backend {
     switch (algorithm) {
       case Algorithm::fast: return fast_->start(a, out);
       case Algorithm::hierarchical: *out = hierarchical(a); return PG_OK;
-      case Algorithm::leaders: return PG_ERR_UNSUPPORTED;  // the library runs it asynchronously
+      case Algorithm::leaders: return leaders(a, out);
       case Algorithm::flat: break;
     }
     return flat_->backend->start(a, out);
@@ -167,6 +171,10 @@ class FairringBackend final : public Backend {
     shape_.rank_of = layout.rank_of;
   }
 
+  pg_status leaders(const CollArgs &a, std::unique_ptr<Request> *out) {
+    return start_leaders(a, shape_, *node_->backend, *rail_->backend, fails_across_, out);
+  }
+
   std::unique_ptr<Request> hierarchical(const CollArgs &a) {
     const std::size_t slot = transport_->slot_bytes();
     std::unique_ptr<Plan> plan = a.coll == Coll::allreduce        ? allreduce_plan(a, shape_, slot)
@@ -181,6 +189,7 @@ class FairringBackend final : public Backend {
   }
 
   Settings settings_;
+  bool fails_across_ = false;  // testing: this rank's steps across nodes fail (PGS_FAIRRING_FAULT)
   Shape shape_;
   Situation situation_;
   const Memory *memory_ = nullptr;

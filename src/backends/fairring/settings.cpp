@@ -74,7 +74,8 @@ const params::Param<Settings> kRows[] = {
     // Fault injection for the tests: a failure the way an MPI error would
     // come, after the rank's part of the step (so no other node waits for it).
     {"PGS_FAIRRING_FAULT", "unset",
-     "testing: across:<rank>[,<rank>...] makes the fast path's step across nodes fail on these ranks",
+     "testing: across:<rank>[,<rank>...] makes the step across nodes (the fast path's, the leaders') fail on "
+     "these ranks",
      [](const char *n, const char *v, Settings *s) { return parse_fault(n, v, &s->fail_across); }, nullptr},
 };
 
