@@ -288,13 +288,21 @@ pg_status serve(pg_strategy *s, const CollArgs &a) {
   return st;
 }
 
+// A staged input (stage_alltoall) that MPI may still read: a call that
+// failed or was aborted may have left its sends to MPI.
+void keep_stage_if_failed(pg_status st, std::vector<char> *stage) {
+  if (st != PG_OK && !stage->empty()) keep_until_exit(std::make_shared<std::vector<char>>(std::move(*stage)));
+}
+
 // The blocking body shared by run and queued nonblocking work.
 pg_status execute(pg_strategy *s, const CollArgs &args, std::uint64_t sequence) {
   CollArgs a = args;
   std::vector<char> stage;
   stage_alltoall(s, &a, &stage);
   watchdog::Scope watched(s, a.coll, sequence);
-  return poison_on_failure(s, serve(s, a));
+  const pg_status st = poison_on_failure(s, serve(s, a));
+  keep_stage_if_failed(st, &stage);
+  return st;
 }
 
 // A backend with send and recv but no sendrecv: the send goes asynchronously
@@ -520,6 +528,7 @@ pg_status work_test(pg_work *w, int *done) {
 
 pg_status work_free(pg_work *w) {
   if (!settle(w, 0)) return fail(PG_ERR_STATE, "the work has not finished; wait for it before freeing it");
+  keep_stage_if_failed(w->status, &w->stage);
   if (w->strategy) w->strategy->works.erase(w->order);
   delete w;
   return PG_OK;

@@ -1,5 +1,10 @@
 #include "mpi/agree.h"
 
+#include <array>
+#include <memory>
+
+#include "util/keep_alive.h"
+#include "util/poll.h"
 #include "util/status.h"
 
 namespace pg {
@@ -23,9 +28,34 @@ pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<
   return PG_OK;
 }
 
+namespace {
+
+// The worst status of every rank, polled: a peer that aborted or failed (the
+// thread's CancelScope) ends the wait, and the cells MPI may still write are
+// then kept. Once every rank has come this far, the rest of agree cannot hang.
+pg_status worst_status(MPI_Comm comm, int mine, int *worst) {
+  auto cells = std::make_shared<std::array<int, 2>>(std::array<int, 2>{mine, 0});
+  MPI_Request request = MPI_REQUEST_NULL;
+  PG_MPI_CHECK(MPI_Iallreduce(&(*cells)[0], &(*cells)[1], 1, MPI_INT, MPI_MAX, comm, &request));
+  bool done = false;
+  const pg_status st = poll(
+      [&request](bool *d) {
+        int finished = 0;
+        PG_MPI_CHECK(MPI_Test(&request, &finished, MPI_STATUS_IGNORE));
+        *d = finished != 0;
+        return PG_OK;
+      },
+      Until{}, &done);
+  if (request != MPI_REQUEST_NULL) keep_until_exit(cells);
+  *worst = (*cells)[1];
+  return st;
+}
+
+}  // namespace
+
 pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message) {
   int mine = static_cast<int>(local), worst = 0;
-  PG_MPI_CHECK(MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm));
+  PG_CHECK(worst_status(comm, mine, &worst));
   if (worst == PG_OK) return PG_OK;
 
   int size = 0;
