@@ -122,9 +122,9 @@ const Key kKeys[] = {
      }},
     {"nodes",
      [](const pg_strategy *s) {
-       const int k = s->settings.ranks_per_node;
-       return k > 0 ? "virtual nodes of PGS_RANKS_PER_NODE=" + std::to_string(k) + " consecutive ranks"
-                    : std::string("shared-memory domains");
+       const std::vector<int> &k = s->settings.node_sizes;
+       return !k.empty() ? "virtual nodes of PGS_RANKS_PER_NODE=" + topology::node_sizes_text(k) + " consecutive ranks"
+                         : std::string("shared-memory domains");
      }},
     {"backend:cpu", [](const pg_strategy *s) { return backend_for(s, "cpu"); }},
     {"backend:cuda", [](const pg_strategy *s) { return backend_for(s, "cuda"); }},

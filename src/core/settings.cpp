@@ -1,5 +1,6 @@
 #include "core/settings.h"
 
+#include "topology/layout.h"
 #include "util/status.h"
 
 namespace pg {
@@ -18,9 +19,11 @@ const Param<Settings> kRows[] = {
     {"PGS_PLUGIN_PATH", "unset",
      "searched for libpg_backend_<name>.so before the library's own plugin folder",
      [](const char *n, const char *v, Settings *s) { return parse_plugin_path(n, v, &s->plugin_path); }, nullptr},
-    {"PGS_RANKS_PER_NODE", "unset", "testing/simulation: consecutive ranks form virtual nodes of this size",
-     [](const char *n, const char *v, Settings *s) { return parse_positive_int(n, v, &s->ranks_per_node); },
-     [](const Settings &s) { return std::to_string(s.ranks_per_node); }},
+    {"PGS_RANKS_PER_NODE", "unset",
+     "testing/simulation: consecutive ranks form virtual nodes of this size (a list: of these sizes in turn, the "
+     "last repeating)",
+     [](const char *n, const char *v, Settings *s) { return parse_positive_ints(n, v, &s->node_sizes); },
+     [](const Settings &s) { return topology::node_sizes_text(s.node_sizes); }},
     {"PGS_TOPOLOGY_XML", "unset", "testing/simulation: the node topology from this hwloc XML file",
      [](const char *n, const char *v, Settings *s) { return parse_path(n, v, &s->topology_xml); }, nullptr},
     {"PGS_LOG", "error", "log level; lines go to stderr prefixed with the world rank",

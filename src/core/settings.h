@@ -15,7 +15,7 @@ namespace pg {
 struct Settings {
   params::BackendChoice backend;
   std::vector<std::string> plugin_path;          // PGS_PLUGIN_PATH
-  int ranks_per_node = 0;                        // PGS_RANKS_PER_NODE; 0 = unset
+  std::vector<int> node_sizes;                   // PGS_RANKS_PER_NODE; empty = unset
   std::string topology_xml;                      // PGS_TOPOLOGY_XML
   params::LogLevel log = params::LogLevel::error;  // PGS_LOG
   bool debug_detail = false;                     // PGS_DEBUG=detail

@@ -201,7 +201,7 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
                       "device '" + s->device.kind() + "' backend '" + s->selection.backend + "' " + schedule,
                       "the device, the backend or the schedule settings"));
   PG_CHECK(collective_step(s, [&] {
-    return topology::build_layout(s->comm, s->settings.ranks_per_node, &s->layout);
+    return topology::build_layout(s->comm, s->settings.node_sizes, &s->layout);
   }));
   PG_CHECK(collective_step(s, [&] { return Alarm::create(s->comm, s->layout, &s->alarm); }));
   s->device_name = "cpu";

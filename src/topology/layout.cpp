@@ -4,13 +4,33 @@
 
 namespace pg::topology {
 
-pg_status build_layout(MPI_Comm comm, int ranks_per_node, Layout *out) {
+namespace {
+
+// The virtual node of `rank`: nodes of node_sizes ranks in turn, the last size repeating.
+int virtual_node(int rank, const std::vector<int> &node_sizes) {
+  int node = 0, first = 0;
+  for (std::size_t i = 0;; ++node) {
+    first += node_sizes[i];
+    if (rank < first) return node;
+    if (i + 1 < node_sizes.size()) ++i;
+  }
+}
+
+}  // namespace
+
+std::string node_sizes_text(const std::vector<int> &node_sizes) {
+  std::string text;
+  for (int n : node_sizes) text += (text.empty() ? "" : ",") + std::to_string(n);
+  return text;
+}
+
+pg_status build_layout(MPI_Comm comm, const std::vector<int> &node_sizes, Layout *out) {
   Layout l;
   int rank = 0, size = 0;
   PG_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   PG_MPI_CHECK(MPI_Comm_size(comm, &size));
-  if (ranks_per_node > 0)
-    PG_MPI_CHECK(MPI_Comm_split(comm, rank / ranks_per_node, rank, &l.node_comm));
+  if (!node_sizes.empty())
+    PG_MPI_CHECK(MPI_Comm_split(comm, virtual_node(rank, node_sizes), rank, &l.node_comm));
   else
     PG_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &l.node_comm));
   PG_MPI_CHECK(MPI_Comm_set_errhandler(l.node_comm, MPI_ERRORS_RETURN));

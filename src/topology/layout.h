@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <string>
 #include <vector>
 
 #include "pg_strategy.h"
@@ -23,9 +24,12 @@ struct Layout {
 };
 
 // Collective over comm (one allgather tells every rank every rank's place).
-// ranks_per_node 0: nodes are MPI_COMM_TYPE_SHARED
-// domains; k > 0: virtual nodes of k consecutive ranks (the last may be smaller).
-pg_status build_layout(MPI_Comm comm, int ranks_per_node, Layout *out);
+// node_sizes empty: nodes are MPI_COMM_TYPE_SHARED domains; else virtual
+// nodes of consecutive ranks, of these sizes in turn, the last size repeating
+// ({2}: pairs, the last node perhaps smaller; {1, 2}: one rank, then pairs).
+pg_status build_layout(MPI_Comm comm, const std::vector<int> &node_sizes, Layout *out);
+// node_sizes as PGS_RANKS_PER_NODE writes them: "1,2".
+std::string node_sizes_text(const std::vector<int> &node_sizes);
 // Duplicates node and rail communicators (a backend instance gets its own).
 pg_status dup_layout(const Layout &in, Layout *out);
 void free_layout(Layout *layout);

@@ -119,6 +119,18 @@ pg_status parse_positive_int(const char *var, const char *value, int *out) {
   return PG_OK;
 }
 
+pg_status parse_positive_ints(const char *var, const char *value, std::vector<int> *out) {
+  std::vector<int> values;
+  for (const std::string &item : text::split(value, ',')) {
+    int v = 0;
+    if (!text::parse_number(item, &v) || v <= 0)
+      return bad(var, value, "a positive integer, or positive integers separated by commas");
+    values.push_back(v);
+  }
+  *out = values;
+  return PG_OK;
+}
+
 pg_status parse_int(const char *var, const char *value, int min, int max, int *out) {
   int v = 0;
   if (!text::parse_number(value, &v) || v < min || v > max) {

@@ -97,6 +97,8 @@ pg_status parse_path(const char *var, const char *value, std::string *out);
 // An existing folder this process may write files in.
 pg_status parse_writable_dir(const char *var, const char *value, std::string *out);
 pg_status parse_positive_int(const char *var, const char *value, int *out);
+// Positive integers separated by commas ("2", "1,2").
+pg_status parse_positive_ints(const char *var, const char *value, std::vector<int> *out);
 // An integer from `min` to `max`.
 pg_status parse_int(const char *var, const char *value, int min, int max, int *out);
 pg_status parse_size(const char *var, const char *value, std::size_t *out);

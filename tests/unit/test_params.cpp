@@ -63,6 +63,15 @@ TEST(Params, IntegersSecondsLevels) {
   for (const char *bad : {"0", "-2", "abc", "2x", "", "3000000000"})
     EXPECT_EQ(parse_positive_int("PGS_RANKS_PER_NODE", bad, &i), PG_ERR_INVALID_ARGUMENT) << bad;
   EXPECT_NE(pg::last_error().find("PGS_RANKS_PER_NODE"), std::string::npos);
+  std::vector<int> sizes;
+  EXPECT_EQ(parse_positive_ints("PGS_RANKS_PER_NODE", "2", &sizes), PG_OK);
+  EXPECT_EQ(sizes, std::vector<int>({2}));
+  EXPECT_EQ(parse_positive_ints("PGS_RANKS_PER_NODE", "1,2", &sizes), PG_OK);
+  EXPECT_EQ(sizes, std::vector<int>({1, 2}));
+  for (const char *bad : {"", ",", "1,", ",2", "1,,2", "1,0", "1;2", "1, 2"}) {
+    EXPECT_EQ(parse_positive_ints("PGS_RANKS_PER_NODE", bad, &sizes), PG_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(pg::last_error().find("separated by commas"), std::string::npos) << pg::last_error();
+  }
   double s = -1;
   EXPECT_EQ(parse_seconds("PGS_TIMEOUT", "0", &s), PG_OK);
   EXPECT_EQ(s, 0);
