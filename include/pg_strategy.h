@@ -19,7 +19,8 @@
  * - Argument errors in collectives are local: the failing rank returns at once
  *   and its peers may wait. With PGS_DEBUG=detail the arguments are compared
  *   across ranks first and a mismatch fails every rank with PG_ERR_MISMATCH.
- * - After PG_ERR_BACKEND (an MPI or NCCL failure) or a watchdog timeout the
+ * - After PG_ERR_BACKEND (an MPI or NCCL failure, or a peer's failure or
+ *   abort: docs/errors.md, "When a peer fails or aborts") or a watchdog timeout the
  *   strategy is poisoned: every call that communicates or changes it (every
  *   collective, point-to-point and nonblocking call, pg_strategy_split,
  *   pg_strategy_set_stream, pg_mem_alloc and pg_mem_free) returns
@@ -82,7 +83,7 @@ typedef enum pg_status PG_ENUM_INT {
   PG_ERR_UNKNOWN_BACKEND = 2,  /* no backend of that name registered or found as a plugin */
   PG_ERR_UNSUPPORTED = 3,      /* backend/device or dtype/op pair not supported */
   PG_ERR_UNAVAILABLE = 4,      /* supported but not here: no CUDA build, no GPU */
-  PG_ERR_BACKEND = 5,          /* the communication library failed (poisons the strategy) */
+  PG_ERR_BACKEND = 5,          /* the communication library failed, or a peer did (poisons the strategy) */
   PG_ERR_TIMEOUT = 6,          /* pg_work_wait ran out of time; the work stays valid */
   PG_ERR_MISMATCH = 7,         /* ranks disagree (backend, settings, PGS_DEBUG fingerprint) */
   PG_ERR_PLUGIN = 8,           /* a plugin or backend table could not be loaded or accepted */
@@ -172,7 +173,10 @@ PG_API pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strate
 /** Destroy a strategy (collective over its communicator). NULL is fine.
  * Unfinished nonblocking work is completed first. After the application's
  * MPI_Finalize, frees memory and makes no MPI call. After pg_strategy_abort,
- * local: frees what is this process's alone and never waits for peers. */
+ * or once this rank failed or learned that a peer failed or aborted
+ * (PG_ERR_BACKEND, docs/errors.md), local: frees what is this process's alone
+ * and never waits for peers (the strategy's communicators and shared memory
+ * are left to the process's exit). */
 PG_API pg_status pg_strategy_destroy(pg_strategy *s);
 
 /** Abort a strategy on this rank. Callable from any thread, also while another
@@ -189,8 +193,12 @@ PG_API pg_status pg_strategy_destroy(pg_strategy *s);
  * peers (it never blocks; the backends' communicators and shared memory are
  * left to the process's exit). MPI cannot cancel a collective: the buffers of
  * the calls it ended may still be read or written (when a late peer arrives)
- * until the process exits, so keep them allocated. Peers are not told: each
- * stops at its own abort, the watchdog (PGS_TIMEOUT) or a work's timeout.
+ * until the process exits, so keep them allocated (the library keeps its own
+ * staging buffers). The peers learn of it: a peer on this rank's node waiting
+ * in, or entering, a call on the strategy returns PG_ERR_BACKEND naming this
+ * rank within a fraction of a second; a peer on another node does once a
+ * notice has reached it over MPI (sent at once at MPI_THREAD_MULTIPLE, else
+ * by this rank's pg_strategy_destroy). docs/errors.md says where and when.
  * Local; a second call does nothing. PG_ERR_INVALID_ARGUMENT for NULL. */
 PG_API pg_status pg_strategy_abort(pg_strategy *s);
 /** @} */
