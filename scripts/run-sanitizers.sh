@@ -46,7 +46,8 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 echo "== ThreadSanitizer: two threads, two strategies"
 configure build-tsan "-fsanitize=thread -g -O1" -DPGS_ENABLE_FORTRAN=OFF -DPGS_ENABLE_GLOO=OFF \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread"
-cmake --build build-tsan -j"$(nproc)" --target test_lifecycle test_nonblocking test_abort >build-tsan.build.log 2>&1 ||
+cmake --build build-tsan -j"$(nproc)" --target test_lifecycle test_nonblocking test_abort test_mixed_order \
+  >build-tsan.build.log 2>&1 ||
   { tail -50 build-tsan.build.log; exit 1; }
 export TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp halt_on_error=1 exitcode=66"
 mkdir -p build-tsan/trace  # the flight recorder: its writer thread beside the strategies' threads
@@ -62,6 +63,12 @@ done
 for args in "mpi 8 blocking" "fairring 8 work" "fairring 1048576 blocking"; do
   echo "-- test_abort $args"
   mpiexec -n 2 build-tsan/tests/mpi/test_abort $args
+done
+# Works the caller started, finished on the progress thread by a queued task
+# that adopted them; and fairring's leaders started beside its fast path.
+for args in "ordered" "fairring"; do
+  echo "-- test_mixed_order $args"
+  PGS_RANKS_PER_NODE=2 mpiexec -n 3 build-tsan/tests/mpi/test_mixed_order $args
 done
 unset TSAN_OPTIONS
 
