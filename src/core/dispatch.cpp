@@ -405,21 +405,24 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
     }
     if (st == PG_ERR_UNSUPPORTED) {
       w->native.reset();
+      // It runs after the works started natively before it, which it
+      // finishes first: they may move only when tested (fairring's fast
+      // path), and it may wait for them (a later operation of the same kind).
+      const std::vector<pg_work *> before = adopt_started(s);
+      pg_work *raw = w.get();
+      const std::uint64_t sequence = s->sequence;
+      auto body = [s, raw, a, sequence, before] {
+        for (pg_work *earlier : before) drive(earlier, -1);
+        complete(raw, execute_nonblocking(s, a, sequence), last_error());
+      };
       if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
-        pg_work *raw = w.get();
-        const std::uint64_t sequence = s->sequence;
-        // The task finishes the works started natively before it first: they
-        // may move only when tested (fairring's fast path), and the task may
-        // wait for them (a later operation of the same kind).
-        std::vector<pg_work *> before = adopt_started(s);
-        s->progress.submit([s, raw, a, sequence, before] {
+        s->progress.submit([s, raw, body] {
           CancelScope abortable(&s->aborted, s->alarm.get());
           trace::Current current(s->trace.get(), raw->trace_seq);
-          for (pg_work *earlier : before) drive(earlier, -1);
-          complete(raw, execute_nonblocking(s, a, sequence), last_error());
+          body();
         });
       } else {
-        complete(w.get(), execute_nonblocking(s, a, s->sequence), last_error());
+        body();
       }
     }
   }
