@@ -6,7 +6,9 @@
 // the frames' limit on the sending side, a member that rejects a frame, the
 // bound on rank 0's wait at its exit, and a job that cannot form (a process
 // that dies in the rendezvous, one that never comes).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -412,4 +414,36 @@ TEST(LaunchRendezvousDeathTest, RankZeroSaysWhoRejectedAFrame) {
   EXPECT_EXIT(reject_a_frame(), testing::ExitedWithCode(1),
               "rank 1 \\(host .*, pid [0-9]+\\) could not read what the job's rendezvous at 127.0.0.1:[0-9]+ sent it "
               "\\(a frame of 99 bytes, above the limit of 10 bytes \\(10 B\\)\\); the job ends");
+}
+
+TEST(LaunchNet, AConnectionNeverAnsweredEndsAtTheDeadline) {
+  // A listener whose queue is full (backlog 0, nothing accepted): the kernel
+  // drops further connections' first packets, and a blocking connect would
+  // wait through its retries (about 2 minutes).
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof at;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr *>(&at), sizeof at), 0);
+  ASSERT_EQ(listen(listener, 0), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr *>(&at), &len), 0);
+  std::vector<int> queued;
+  for (int i = 0; i < 4; ++i) {
+    queued.push_back(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    connect(queued.back(), reinterpret_cast<sockaddr *>(&at), sizeof at);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = std::chrono::steady_clock::now();
+  int fd = -1;
+  EXPECT_EQ(connect_to(Address{"127.0.0.1", ntohs(at.sin_port)}, "the test's rendezvous",
+                       Clock::now() + std::chrono::seconds(1), &fd),
+            PG_ERR_TIMEOUT);
+  EXPECT_LT(seconds_since(start), 3);
+  EXPECT_NE(pg::last_error().find("nothing accepted a connection at the test's rendezvous=127.0.0.1:"),
+            std::string::npos)
+      << pg::last_error();
+  if (fd >= 0) ::close(fd);
+  for (int q : queued) ::close(q);
+  ::close(listener);
 }
