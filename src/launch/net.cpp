@@ -255,6 +255,17 @@ std::string address_toward(const std::string &host) {
   return "127.0.0.1";
 }
 
+bool loopback_only(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return false;
+  if (ss.ss_family == AF_INET)
+    return ntohl(reinterpret_cast<sockaddr_in *>(&ss)->sin_addr.s_addr) >> 24 == 127;
+  if (ss.ss_family != AF_INET6) return false;
+  const in6_addr &a = reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_addr;
+  return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+}
+
 void tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -30,6 +30,10 @@ bool parse_address(const std::string &text, Address *out, std::string *error);
 // instead, and says so in *note. *bound: the port listened on.
 pg_status listen_on(const Address &at, const std::string &what, int *fd, int *bound, std::string *note);
 
+// Whether the listening socket `fd` listens on a loopback address only (127/8,
+// ::1): only processes of this machine can reach it. Not for a wildcard address.
+bool loopback_only(int fd);
+
 // Connects to `to`, retrying while nothing listens there yet, until `deadline`
 // (which also bounds each attempt: a host that drops the connection's first
 // packets costs no more). PG_ERR_TIMEOUT when nothing answered in time.

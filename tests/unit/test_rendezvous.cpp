@@ -447,3 +447,20 @@ TEST(LaunchNet, AConnectionNeverAnsweredEndsAtTheDeadline) {
   for (int q : queued) ::close(q);
   ::close(listener);
 }
+
+TEST(LaunchNet, TellsALoopbackListenerFromOneOthersReach) {
+  // Rank 0 warns when a rendezvous without PGS_BOOTSTRAP_SECRET listens
+  // where other machines reach it: on any address but a loopback one.
+  const std::pair<const char *, bool> cases[] = {{"127.0.0.1", true}, {"127.0.0.2", true}, {"0.0.0.0", false},
+                                                 {"::1", true}, {"::", false}};
+  for (const auto &[host, loopback] : cases) {
+    int fd = -1, port = 0;
+    std::string note;
+    if (listen_on(Address{host, 0}, "the test's rendezvous", &fd, &port, &note) != PG_OK) {
+      EXPECT_NE(std::string(host).find(':'), std::string::npos) << host << ": " << pg::last_error();
+      continue;  // no IPv6 here
+    }
+    EXPECT_EQ(loopback_only(fd), loopback) << host;
+    ::close(fd);
+  }
+}
