@@ -121,8 +121,13 @@ class Server {
   long epoch_ = 0;
   int in_barrier_ = 0;
   std::vector<std::vector<std::string>> barrier_puts_;
-  // Every put of the barriers that ended, the later ones over the earlier.
-  std::unordered_map<std::string, std::string> kvs_;
+  // Every put of the barriers that ended, the later ones over the earlier,
+  // and the rank that put each key first: only it may put the key again.
+  struct Put {
+    std::string value;
+    int rank;
+  };
+  std::unordered_map<std::string, Put> kvs_;
   int refusals_ = 0;
   std::atomic<std::uint64_t> bytes_sent_{0}, gets_{0};
 

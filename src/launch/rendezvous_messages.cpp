@@ -142,10 +142,21 @@ void Server::on_barrier(Peer &p, const Fields &f) {
 }
 
 void Server::end_barrier() {
-  // Rank by rank, each rank's puts in order: a later put of a key replaces an
-  // earlier one, as in the allgather this replaces.
-  for (auto &r : barrier_puts_) {
-    for (std::size_t i = 1; i + 1 < r.size(); i += 2) kvs_[r[i]] = std::move(r[i + 1]);
+  // Rank by rank, each rank's puts in order: a key belongs to the rank that
+  // put it first, whose later puts replace its value. Another rank's put of
+  // it ends the job: no process may change what another published (MPI's
+  // own keys name their rank; a process that is not of the job might).
+  for (int rank = 0; rank < size_; ++rank) {
+    auto &r = barrier_puts_[static_cast<std::size_t>(rank)];
+    for (std::size_t i = 1; i + 1 < r.size(); i += 2) {
+      auto [it, added] = kvs_.try_emplace(r[i], Put{r[i + 1], rank});
+      if (added) continue;
+      if (it->second.rank != rank)
+        end_all(1, who(*rank_peer_[static_cast<std::size_t>(rank)]) + " put the PMI key '" + clip(r[i], 64) +
+                       "', which rank " + std::to_string(it->second.rank) +
+                       " put before: a process may replace only its own keys");
+      it->second.value = std::move(r[i + 1]);
+    }
     r.clear();
   }
   const std::string message = framed({"BARRIER-OUT", std::to_string(epoch_)});
@@ -158,7 +169,7 @@ void Server::end_barrier() {
 void Server::on_get(Peer &p, const Fields &f) {
   ++gets_;
   auto it = kvs_.find(f[1]);
-  send_to(p.fd, it == kvs_.end() ? framed({"GOT", f[1], "0"}) : framed({"GOT", f[1], "1", it->second}));
+  send_to(p.fd, it == kvs_.end() ? framed({"GOT", f[1], "0"}) : framed({"GOT", f[1], "1", it->second.value}));
 }
 
 void Server::on_lost(Peer &p, const std::string &why) {

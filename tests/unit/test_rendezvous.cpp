@@ -142,20 +142,18 @@ TEST(LaunchRendezvous, GetsSeeThePutsOfEndedBarriers) {
   Job job(3);
   EXPECT_EQ(job.get(0, "PMI_process_mapping"), missing("PMI_process_mapping"));
   EXPECT_EQ(job.put(0, "a", "from-0"), "cmd=put_result rc=0");
-  EXPECT_EQ(job.put(1, "a", "from-1"), "cmd=put_result rc=0");
+  EXPECT_EQ(job.put(1, "b", "b-0"), "cmd=put_result rc=0");
   EXPECT_EQ(job.put(1, "b", "b-1"), "cmd=put_result rc=0");
   EXPECT_EQ(job.put(2, "c", "c-2"), "cmd=put_result rc=0");
   // Its own puts a process sees at once; the others' only after the barrier.
-  EXPECT_EQ(job.get(1, "a"), found("from-1"));
+  EXPECT_EQ(job.get(1, "b"), found("b-1"));
   EXPECT_EQ(job.get(0, "c"), missing("c"));
   const std::uint64_t before = job.server().bytes_sent();
   job.barrier();
   // The barrier's answer carries no puts: 3 frames of "BARRIER-OUT\n0".
   EXPECT_EQ(job.server().bytes_sent() - before, 3 * (8 + std::string("BARRIER-OUT\n0").size()));
-  // A key two ranks put in one barrier holds the higher rank's value, for
-  // both of them (as when every process merged everyone's puts in rank order).
-  EXPECT_EQ(job.get(0, "a"), found("from-1"));
-  EXPECT_EQ(job.get(1, "a"), found("from-1"));
+  EXPECT_EQ(job.get(1, "a"), found("from-0"));
+  EXPECT_EQ(job.get(0, "b"), found("b-1"));  // a key put twice holds the later value
   EXPECT_EQ(job.get(2, "b"), found("b-1"));
   EXPECT_EQ(job.get(0, "c"), found("c-2"));
   EXPECT_EQ(job.get(2, "c"), found("c-2"));
@@ -166,14 +164,14 @@ TEST(LaunchRendezvous, GetsSeeThePutsOfEndedBarriers) {
   EXPECT_EQ(job.get(1, "nothing"), missing("nothing"));
   EXPECT_EQ(job.server().bytes_sent(), once);
   // A later barrier's put replaces the value, also where it was fetched before.
-  EXPECT_EQ(job.put(2, "b", "b-2"), "cmd=put_result rc=0");
+  EXPECT_EQ(job.put(1, "b", "b-2"), "cmd=put_result rc=0");
   EXPECT_EQ(job.put(0, "nothing", "now-something"), "cmd=put_result rc=0");
-  EXPECT_EQ(job.get(1, "b"), found("b-1"));
+  EXPECT_EQ(job.get(2, "b"), found("b-1"));
   job.barrier();
-  EXPECT_EQ(job.get(1, "b"), found("b-2"));
   EXPECT_EQ(job.get(2, "b"), found("b-2"));
+  EXPECT_EQ(job.get(0, "b"), found("b-2"));
   EXPECT_EQ(job.get(1, "nothing"), found("now-something"));
-  EXPECT_EQ(job.get(0, "a"), found("from-1"));  // older barriers' values stay
+  EXPECT_EQ(job.get(1, "a"), found("from-0"));  // older barriers' values stay
 }
 
 TEST(LaunchRendezvous, RefusesABarrierTooLargeForAFrame) {
@@ -407,6 +405,28 @@ TEST(LaunchRendezvousDeathTest, AMemberThatRejectsAFrameSaysWhy) {
   ASSERT_EQ(reader.next(&f, &error), 1) << error;
   EXPECT_EQ(f, (Fields{"REJECT", "a frame of 1099511627776 bytes, above the limit of 67108864 bytes (64 MiB)"}));
   ::close(tcp[1]);
+}
+
+// A job whose rank 2 puts the key rank 0 put, in the barrier before or in the same one.
+void put_anothers_key(bool same_barrier) {
+  Job job(3);
+  job.put(0, "k", "from-0");
+  if (!same_barrier) job.barrier();
+  job.put(2, "k", "from-2");
+  for (int r = 0; r < 3; ++r) job.write(r, "cmd=barrier_in");
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+}
+
+TEST(LaunchRendezvousDeathTest, NoProcessChangesAKeyAnotherPut) {
+  // After READY as before it, a key is its first writer's: another process
+  // (one that is not of the job, having learnt the address) cannot replace
+  // the business card MPI reads, and the job ends saying who tried.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (bool same_barrier : {false, true})
+    EXPECT_EXIT(put_anothers_key(same_barrier), testing::ExitedWithCode(1),
+                "rank 2 \\(host .*, pid [0-9]+\\) put the PMI key 'k', which rank 0 put before: a process may "
+                "replace only its own keys; the job ends")
+        << (same_barrier ? "in one barrier" : "in a later barrier");
 }
 
 TEST(LaunchRendezvousDeathTest, RankZeroSaysWhoRejectedAFrame) {
