@@ -79,7 +79,7 @@ pg_status join_at(int rank, int size, const Address &at, const std::string &what
   if (st == PG_OK) st = await_ready(*m, shown, timeout_s, &why);
   if (st == PG_OK) st = open_pmi(*m, &why);
   if (st != PG_OK) {
-    ::close(fd);
+    if (m->tcp >= 0) ::close(m->tcp);  // greet may have connected anew
     // Rank 0's process serves the others: it stays until they heard why.
     if (g_server) g_server->wait_failure_heard(std::chrono::duration<double>(deadline - Clock::now()).count());
     return fail_message(st, "rank " + std::to_string(rank) + " of " + std::to_string(size) + ": " + why);
