@@ -134,7 +134,7 @@ EOF
     chmod 644 "$victim"
     for name in 77 77.3; do  # the job's name without its step, and with it
       for r in 0 1; do
-        ln -s "$victim" "$dir/pgstrategy-$name-rank$r.json.tmp"  # the name dumps were once written to first
+        ln -s "$victim" "$dir/pgstrategy-$name-rank$r.json.tmp"  # a predictable temporary name
         ln -s "$victim" "$dir/pgstrategy-$name-rank$r.json"
       done
     done
