@@ -294,7 +294,6 @@ bool send_all(int fd, const std::string &data) {
   return true;
 }
 
-
 std::string host_name() {
   char name[256] = "";
   if (gethostname(name, sizeof name - 1) != 0) return "localhost";
