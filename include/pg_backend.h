@@ -52,7 +52,9 @@ typedef struct pg_backend_context {
 } pg_backend_context;
 
 /** A backend. Fields after `user_data` may be NULL except `create`.
- * Every operation returns PG_OK or a failure status. PG_ERR_BACKEND (the
+ * Every operation returns PG_OK or a failure status (any pg_status value,
+ * PG_ERR_ABORTED included; a value that is none reaches the caller as
+ * PG_ERR_BACKEND, saying so). PG_ERR_BACKEND (the
  * communication library failed) poisons the strategy. PG_ERR_UNSUPPORTED,
  * returned before communicating, sends that one call to the device default; the
  * decision must be the same on every rank, and send/recv never decline (their

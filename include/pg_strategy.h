@@ -37,8 +37,9 @@
  * - MPI ownership: if the application initialized MPI, the library never
  *   finalizes it. Otherwise the first pg_strategy_create initializes it
  *   (MPI_THREAD_MULTIPLE) and the library finalizes it at exit, after destroying
- *   the strategies still alive. A strategy destroyed after the application's
- *   MPI_Finalize frees its memory and makes no MPI call.
+ *   the strategies still alive; a child the process forks does neither at its
+ *   exit (the strategies and MPI stay the parent's). A strategy destroyed
+ *   after the application's MPI_Finalize frees its memory and makes no MPI call.
  */
 #ifndef PG_STRATEGY_H
 #define PG_STRATEGY_H

@@ -1,6 +1,7 @@
 #include "core/runtime.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -58,8 +59,15 @@ void settle_before_finalize() {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
-// When the library initialized MPI it also finalizes it, at exit.
+// The process that initialized MPI: a child it forks (a DataLoader worker,
+// os.fork) runs its exit handlers too, on a copy of its state.
+pid_t g_owner = 0;
+
+// When the library initialized MPI it also finalizes it, at exit; not in a
+// forked child, whose destroy and MPI_Finalize would be collective calls on
+// the parent's communicators, windows and PMI connection.
 void finalize_owned() {
+  if (getpid() != g_owner) return;
   std::set<pg_strategy *> live;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -117,6 +125,7 @@ pg_status ensure_mpi() {
     int provided = 0;
     PG_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
     launch::after_mpi_init();
+    g_owner = getpid();
     std::atexit(finalize_owned);
   }
   if (!checked) {

@@ -14,7 +14,7 @@ pg_status checked(const pg_backend_ops &ops, const char *what, pg_status st,
                   const log::Capture &logged) {
   if (st == PG_OK || st == PG_ERR_UNSUPPORTED) return st;
   std::string why = logged.text().empty() ? "" : ": " + logged.text();
-  if (st < PG_OK || st > PG_ERR_INTERNAL)
+  if (!known_status(st))
     return fail(PG_ERR_BACKEND, "backend '%s': %s returned %d, which is not a pg_status%s",
                 ops.name, what, static_cast<int>(st), why.c_str());
   return fail(st, "backend '%s': %s failed with %s%s", ops.name, what, status_name(st), why.c_str());

@@ -20,6 +20,22 @@ constexpr int kClockRounds = 5, kClockRoundsMax = 100;
 constexpr std::int64_t kClockGoodNs = 20000, kClockBudgetNs = 100000000;
 constexpr int kClockTag = 3;  // s->comm's point-to-point tags: 1 is the PGS_DEBUG check
 
+// The launcher's name for this job, as a file name's part, or "": Slurm's
+// job and step ("1234.0", as sacct writes it: the srun steps of one
+// allocation share the job), else torchrun's run.
+std::string launcher_job() {
+  std::string id;
+  if (const char *slurm = params::env("SLURM_JOB_ID")) {
+    id = slurm;
+    if (const char *step = params::env("SLURM_STEP_ID")) id += "." + std::string(step);
+  } else if (const char *run = params::env("TORCHELASTIC_RUN_ID")) {
+    id = run;
+  }
+  for (char &c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return id;
+}
+
 }  // namespace
 
 pg_status agree_job(MPI_Comm comm, std::string *job) {
@@ -31,12 +47,7 @@ pg_status agree_job(MPI_Comm comm, std::string *job) {
     char made[48];
   } mine{};
   std::string held = *job;
-  for (const char *var : {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"})
-    if (const char *v = params::env(var); held.empty() && v) {
-      held = v;
-      for (char &c : held)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-    }
+  if (held.empty()) held = launcher_job();
   held.copy(mine.held, sizeof mine.held - 1);
   std::snprintf(mine.made, sizeof mine.made, "%lld-%ld", static_cast<long long>(time(nullptr)),
                 static_cast<long>(getpid()));

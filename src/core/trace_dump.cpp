@@ -17,6 +17,7 @@
 #include "core/strategy.h"
 #include "core/trace_parts.h"
 #include "core/watchdog.h"
+#include "launch/auth.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -93,7 +94,12 @@ void install_once() {
       act.sa_flags = SA_RESTART | SA_SIGINFO;
       sigaction(SIGUSR1, &act, nullptr);
     }
-    std::atexit([] { dump("exit"); });
+    // Not in a child forked from this process: it is no rank, and its dump
+    // would replace the rank's own.
+    static const pid_t owner = getpid();
+    std::atexit([] {
+      if (getpid() == owner) dump("exit");
+    });
   });
 }
 
@@ -101,13 +107,38 @@ std::string dump_path(const std::string &dir, const std::string &job, int world_
   return dir + "/pgstrategy-" + job + "-rank" + std::to_string(world_rank) + ".json";
 }
 
+// Writes `text` to `path` whole, in a folder others may write to as well:
+// into a new file of an unpredictable name beside it, made exclusively
+// (O_EXCL|O_NOFOLLOW: never through a link planted there, never into another
+// process's file) and readable by this user only, then renamed over `path`
+// (rename replaces a link at `path`, never what it points to), so a reader
+// never sees half a file. False with errno set when it could not.
 bool write_file(const std::string &path, const std::string &text) {
-  const std::string tmp = path + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "w");
-  if (!f) return false;
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) return false;
-  return std::rename(tmp.c_str(), path.c_str()) == 0;  // readers never see half a file
+  constexpr int kTries = 8;  // names taken by others' files (16 random hex digits): never in practice
+  std::string tmp;
+  int fd = -1;
+  for (int i = 0; i < kTries && fd < 0; ++i) {
+    const std::string suffix = launch::random_hex(8);
+    if (suffix.empty()) return false;
+    tmp = path + "." + suffix + ".tmp";
+    fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) return false;
+  }
+  if (fd < 0) return false;
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  bool ok = done == text.size();
+  if (close(fd) != 0) ok = false;
+  if (ok && std::rename(tmp.c_str(), path.c_str()) == 0) return true;
+  const int saved = errno;
+  unlink(tmp.c_str());
+  errno = saved;
+  return false;
 }
 
 }  // namespace

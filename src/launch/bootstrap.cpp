@@ -79,7 +79,7 @@ pg_status join_at(int rank, int size, const Address &at, const std::string &what
   if (st == PG_OK) st = await_ready(*m, shown, timeout_s, &why);
   if (st == PG_OK) st = open_pmi(*m, &why);
   if (st != PG_OK) {
-    ::close(fd);
+    if (m->tcp >= 0) ::close(m->tcp);  // greet may have connected anew
     // Rank 0's process serves the others: it stays until they heard why.
     if (g_server) g_server->wait_failure_heard(std::chrono::duration<double>(deadline - Clock::now()).count());
     return fail_message(st, "rank " + std::to_string(rank) + " of " + std::to_string(size) + ": " + why);
@@ -195,6 +195,7 @@ pg_status before_mpi_init() {
   PG_CHECK(read_job(nullptr, &job));
   if (!job.inherited.empty()) PG_LOG(debug, "bootstrap: %s", job.inherited.c_str());
   if (job.mode != Job::Mode::bootstrap) return PG_OK;
+  log::set_world_rank(job.rank);  // before MPI knows it: for the lines below
   PG_CHECK(refuse_open_mpi(job.size));
   Settings settings;
   PG_CHECK(read_settings(&settings));
@@ -212,10 +213,14 @@ pg_status before_mpi_init() {
     std::string note;
     PG_CHECK(listen_on(at, what, &fd, &port, &note));
     if (!note.empty()) PG_LOG(info, "bootstrap: %s", note.c_str());
-    if (derived)
-      PG_LOG(info, "bootstrap: no PGS_BOOTSTRAP_SECRET: the rendezvous at %s admits any process that knows its "
-                   "address and the job's size",
-             at.text().c_str());
+    // Printed whatever PGS_LOG says: anyone on the network could take a rank.
+    if (derived && !loopback_only(fd))
+      log::write(params::LogLevel::warn,
+                 "bootstrap: the rendezvous at %s=%s is reachable from other machines and there is no "
+                 "PGS_BOOTSTRAP_SECRET: any process that reaches it can join the job as one of its ranks; give "
+                 "every copy the same secret, e.g. run 'export PGS_BOOTSTRAP_SECRET=$(openssl rand -hex 32)' "
+                 "where the copies are started (docs/launch.md, \"What is trusted\")",
+                 what.c_str(), at.text().c_str());
     PG_CHECK(serve_rendezvous(fd, job.size, secret, settings, what + "=" + at.text()));
   }
   const std::string origin = job.torchrun ? "torchrun" : "RANK/WORLD_SIZE";

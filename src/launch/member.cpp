@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "launch/auth.h"
 #include "launch/rendezvous.h"
+#include "util/status.h"
 #include "util/text.h"
 
 namespace pg::launch {
@@ -63,10 +65,28 @@ bool Member::send(const Fields &f, std::string *error) {
 
 pg_status greet(Member &m, const std::string &secret, const std::string &shown, const std::string &hint,
                 Clock::time_point deadline, std::string *why) {
-  m.reader = FrameReader(kMaxHelloFrame);
   Fields f;
   std::string error;
-  int got = read_frame(m.tcp, m.reader, std::min(deadline, after(kHelloSeconds)), &f, &error);
+  int got = 0;
+  auto pause = std::chrono::milliseconds(20);
+  while (true) {
+    m.reader = FrameReader(kMaxHelloFrame);
+    got = read_frame(m.tcp, m.reader, std::min(deadline, after(kHelloSeconds)), &f, &error);
+    if (got != 1 || f.size() != 1 || f[0] != "BUSY") break;
+    // As many connections from this host as the rendezvous lets one host
+    // hold are proving the secret: it asks this one to come back.
+    ::close(m.tcp);
+    m.tcp = -1;
+    if (Clock::now() + pause >= deadline)
+      return failed(PG_ERR_TIMEOUT,
+                    "the rendezvous at " + shown + " was busy with other connections from this host until the "
+                    "deadline",
+                    why);
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+    if (connect_to(m.at, m.what.empty() ? "the rendezvous" : m.what, deadline, &m.tcp) != PG_OK)
+      return failed(PG_ERR_TIMEOUT, last_error(), why);
+  }
   if (got <= 0 || f.size() != 3 || f[0] != "HELLO")
     return failed(PG_ERR_INVALID_ARGUMENT,
                   "what answered at " + shown + " is not pgstrategy's rendezvous (" +

@@ -43,7 +43,8 @@ struct Member {
 // On the connection m.tcp: greets the rendezvous (`shown` names it in
 // messages, `hint` follows the message when what answered is not one), proves
 // `secret` as rank m.rank of m.size and waits to be admitted, until
-// `deadline`. Not PG_OK: *why says what went wrong (the status and message
+// `deadline`. A rendezvous busy with this host's other connections says so:
+// m.tcp is then a new connection to m.at, made a little later. Not PG_OK: *why says what went wrong (the status and message
 // rank 0 gave, when it refused).
 pg_status greet(Member &m, const std::string &secret, const std::string &shown, const std::string &hint,
                 Clock::time_point deadline, std::string *why);

@@ -68,7 +68,41 @@ int listen_one(const addrinfo *ai) {
   return fd;
 }
 
+// Connects `s` to `ai` before `deadline`: 0, or why not (an errno;
+// ETIMEDOUT when the deadline came first). Nonblocking, so that an address
+// whose host never answers (its SYNs dropped) costs at most the time left,
+// not the kernel's SYN retries (about 2 minutes); `s` is blocking again after.
+int connect_before(int s, const addrinfo *ai, Clock::time_point deadline) {
+  const int flags = fcntl(s, F_GETFL);
+  if (flags < 0 || fcntl(s, F_SETFL, flags | O_NONBLOCK) != 0) return errno;
+  int err = connect(s, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
+  if (err == EINPROGRESS || err == EINTR) {
+    const int ready = wait_for(s, POLLOUT, deadline);
+    socklen_t len = sizeof err;
+    if (ready == 0)
+      err = ETIMEDOUT;
+    else if (ready < 0)
+      err = errno;
+    else if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+      err = errno;
+  }
+  if (err == 0 && fcntl(s, F_SETFL, flags) != 0) err = errno;
+  return err;
+}
+
 }  // namespace
+
+int wait_for(int fd, short events, Clock::time_point deadline) {
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return 0;
+    pollfd p{fd, events, 0};
+    const int rc = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return -1;
+    if (rc > 0) return 1;
+  }
+}
 
 std::string Address::text() const {
   return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -176,12 +210,13 @@ pg_status connect_to(const Address &to, const std::string &what, Clock::time_poi
       for (const addrinfo *ai = r.list; ai; ai = ai->ai_next) {
         const int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
         if (s < 0) continue;
-        if (connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {
+        const int err = connect_before(s, ai, deadline);
+        if (err == 0) {
           tune(s);
           *fd = s;
           return PG_OK;
         }
-        last = std::strerror(errno);
+        last = std::strerror(err);
         close(s);
       }
     }
@@ -220,6 +255,17 @@ std::string address_toward(const std::string &host) {
   return "127.0.0.1";
 }
 
+bool loopback_only(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return false;
+  if (ss.ss_family == AF_INET)
+    return ntohl(reinterpret_cast<sockaddr_in *>(&ss)->sin_addr.s_addr) >> 24 == 127;
+  if (ss.ss_family != AF_INET6) return false;
+  const in6_addr &a = reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_addr;
+  return IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+}
+
 void tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -246,18 +292,6 @@ bool send_all(int fd, const std::string &data) {
     sent += static_cast<std::size_t>(n);
   }
   return true;
-}
-
-int wait_readable(int fd, Clock::time_point deadline) {
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return 0;
-    pollfd p{fd, POLLIN, 0};
-    const int rc = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return -1;
-    if (rc > 0) return 1;
-  }
 }
 
 std::string host_name() {

@@ -3,6 +3,8 @@
 // writes, and the keepalive that lets a vanished host be noticed.
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <string>
 
@@ -28,8 +30,13 @@ bool parse_address(const std::string &text, Address *out, std::string *error);
 // instead, and says so in *note. *bound: the port listened on.
 pg_status listen_on(const Address &at, const std::string &what, int *fd, int *bound, std::string *note);
 
-// Connects to `to`, retrying while nothing listens there yet, until `deadline`.
-// PG_ERR_TIMEOUT when nothing answered in time.
+// Whether the listening socket `fd` listens on a loopback address only (127/8,
+// ::1): only processes of this machine can reach it. Not for a wildcard address.
+bool loopback_only(int fd);
+
+// Connects to `to`, retrying while nothing listens there yet, until `deadline`
+// (which also bounds each attempt: a host that drops the connection's first
+// packets costs no more). PG_ERR_TIMEOUT when nothing answered in time.
 pg_status connect_to(const Address &to, const std::string &what, Clock::time_point deadline, int *fd);
 
 // This machine's address on the route to `host` (what the peers that reach
@@ -45,8 +52,10 @@ constexpr int kKeepaliveSeconds = 20;
 // Writes all of `data` (no SIGPIPE). False when the peer is gone.
 bool send_all(int fd, const std::string &data);
 
-// waits for `fd` to be readable until the deadline: 1 readable, 0 timed out, -1 error.
-int wait_readable(int fd, Clock::time_point deadline);
+// Waits until `fd` has one of `events` (poll's) or the deadline passes: 1
+// it has, 0 timed out, -1 error.
+int wait_for(int fd, short events, Clock::time_point deadline);
+inline int wait_readable(int fd, Clock::time_point deadline) { return wait_for(fd, POLLIN, deadline); }
 
 std::string host_name();
 

@@ -22,17 +22,20 @@ namespace {
 // Connections that have not proved the secret yet, at most. Beyond them,
 // newcomers wait in the listening socket's backlog, not turned away: when
 // thousands of processes arrive at once, one turned away would fail the job.
+// (One address may hold kMaxStrangersPerAddress of them.)
 constexpr std::size_t kMaxStrangers = 256;
 // Refusals printed; later ones are counted only.
 constexpr int kRefusalsShown = 10;
 
-std::string peer_name(int fd) {
+// "host:port" of the connection's other end; *address: the host alone.
+std::string peer_name(int fd, std::string *address) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
   if (getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &len) == 0)
     getnameinfo(reinterpret_cast<sockaddr *>(&ss), len, host, sizeof host, port, sizeof port,
                 NI_NUMERICHOST | NI_NUMERICSERV);
+  *address = host;
   return std::string(host) + ":" + port;
 }
 
@@ -88,9 +91,35 @@ std::string Server::framed(const Fields &f) const {
   return out;
 }
 
-bool Server::send_to(int fd, const std::string &data) {
+bool Server::send_to(Peer &p, const std::string &data) {
   bytes_sent_ += data.size();
-  return send_all(fd, data);
+  if (p.closed) return false;
+  p.unsent.append(data);
+  return flush(p);
+}
+
+bool Server::flush(Peer &p) {
+  while (p.pending() > 0) {
+    const ssize_t n = send(p.fd, p.unsent.data() + p.unsent_at, p.pending(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n <= 0) {
+      // Gone: its reads say so (epoll reports the error whatever is watched).
+      p.unsent.clear();
+      p.unsent_at = 0;
+      return false;
+    }
+    p.unsent_at += static_cast<std::size_t>(n);
+  }
+  if (p.pending() == 0) {
+    p.unsent.clear();
+    p.unsent_at = 0;
+  } else if (p.unsent_at >= kMaxUnsent) {
+    p.unsent.erase(0, p.unsent_at);
+    p.unsent_at = 0;
+  }
+  update_watch(p);
+  return true;
 }
 
 pg_status Server::start() {
@@ -124,10 +153,7 @@ void Server::close_peer(Peer &p) {
   // cannot form, or is gone: nothing more to tell it, so rank 0's process
   // waits only for the others (wait_failure_heard), not for the timeout.
   if (p.joined && !ready_) ++heard_;
-  if (!p.joined) {
-    --strangers_;
-    pace_accepting();
-  }
+  if (!p.joined) left_strangers(p);
   if (holds_rank(p)) fds_[p.rank] = -1;
   settle(p);
   unwatch(p.fd);
@@ -143,7 +169,7 @@ void Server::close_listener() {
 }
 
 void Server::refuse(Peer &p, const std::string &why, const std::string &reply) {
-  if (!reply.empty()) send_to(p.fd, framed({"REFUSED", std::to_string(PG_ERR_INVALID_ARGUMENT), reply}));
+  if (!reply.empty()) send_to(p, framed({"REFUSED", std::to_string(PG_ERR_INVALID_ARGUMENT), reply}));
   if (refusals_ < kRefusalsShown) {
     // Printed whatever PGS_LOG says: someone reached the job's rendezvous who is not of the job.
     log::write(params::LogLevel::warn, "bootstrap: refused a connection from %s to the rendezvous at %s: %s%s",
@@ -155,22 +181,41 @@ void Server::refuse(Peer &p, const std::string &why, const std::string &reply) {
 }
 
 void Server::accept_one() {
-  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) return;
   tune(fd);
   auto p = std::make_unique<Peer>();
   p->fd = fd;
-  p->from = peer_name(fd);
-  p->nonce = random_hex(16);
-  p->hello_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(kHelloSeconds));
-  if (p->nonce.empty() || !send_to(fd, framed({"HELLO", kProtocol, p->nonce}))) {
+  p->from = peer_name(fd, &p->address);
+  const auto crowd = strangers_from_.find(p->address);
+  if (crowd != strangers_from_.end() && crowd->second >= kMaxStrangersPerAddress) {
+    // Its host holds its share of the places: a process of the job comes
+    // back later (greet). A fresh socket takes the few bytes whole.
+    const std::string busy = framed({"BUSY"});
+    static_cast<void>(send(fd, busy.data(), busy.size(), MSG_NOSIGNAL));
     ::close(fd);
     return;
   }
+  p->nonce = random_hex(16);
+  if (p->nonce.empty()) {
+    ::close(fd);
+    return;
+  }
+  p->hello_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(kHelloSeconds));
   ++strangers_;
-  watch(fd, p.get());
+  ++strangers_from_[p->address];
+  Peer &q = *p;
   peers_.push_back(std::move(p));
+  watch(fd, &q);
+  send_to(q, framed({"HELLO", kProtocol, q.nonce}));
+  pace_accepting();
+}
+
+void Server::left_strangers(Peer &p) {
+  --strangers_;
+  const auto crowd = strangers_from_.find(p.address);
+  if (crowd != strangers_from_.end() && --crowd->second == 0) strangers_from_.erase(crowd);
   pace_accepting();
 }
 
@@ -190,6 +235,20 @@ void Server::watch(int fd, Peer *p) {
   e.events = EPOLLIN;
   e.data.ptr = p;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &e);
+  if (p) p->watched = EPOLLIN;
+}
+
+// Its requests are read while less than kMaxUnsent waits for it; what waits
+// goes when its socket has room.
+void Server::update_watch(Peer &p) {
+  if (p.closed || p.watched == 0) return;
+  const std::uint32_t want = (p.pending() < kMaxUnsent ? EPOLLIN : 0u) | (p.pending() > 0 ? EPOLLOUT : 0u);
+  if (want == p.watched) return;
+  epoll_event e{};
+  e.events = want;
+  e.data.ptr = &p;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, p.fd, &e);
+  p.watched = want;
 }
 
 void Server::unwatch(int fd) {
@@ -199,6 +258,7 @@ void Server::unwatch(int fd) {
 
 void Server::on_readable(Peer &p, std::vector<char> &buf) {
   const ssize_t n = recv(p.fd, buf.data(), buf.size(), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
   if (n <= 0) {
     on_lost(p, n == 0 ? "closed" : std::string("failed (") + std::strerror(errno) + ")");
     return;
@@ -259,12 +319,15 @@ void Server::run() {
     const int rc = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 200);
     if (rc < 0 && errno != EINTR) break;
     for (int i = 0; i < rc && !done_; ++i) {
-      Peer *p = static_cast<Peer *>(events[static_cast<std::size_t>(i)].data.ptr);
+      const epoll_event &e = events[static_cast<std::size_t>(i)];
+      Peer *p = static_cast<Peer *>(e.data.ptr);
       if (!p) {
         if (listen_fd_ >= 0) accept_one();
-      } else if (!p->closed) {
-        on_readable(*p, buf);
+        continue;
       }
+      if (!p->closed && (e.events & EPOLLOUT) && !flush(*p))
+        on_lost(*p, std::string("failed (") + std::strerror(errno) + ")");
+      if (!p->closed && !done_ && (e.events & (EPOLLIN | EPOLLERR | EPOLLHUP))) on_readable(*p, buf);
     }
     const auto now = Clock::now();
     // The deadlines of greetings are seconds long: looked at a few times a second.

@@ -6,7 +6,9 @@
 // keeps what every process put, hands it out key by key to the processes
 // that ask (PMI get), and ends the whole job when one of them aborts or dies.
 // What it sends each process is what that process asked for: its bytes grow
-// with the processes times what each reads, not with their square.
+// with the processes times what each reads, not with their square. One
+// thread serves every connection, none of which may hold it up: sockets are
+// nonblocking, and what a process does not read yet waits in its own buffer.
 #pragma once
 
 #include <atomic>
@@ -31,6 +33,14 @@ constexpr const char *kProtocol = "pgstrategy-bootstrap-2";
 constexpr double kHelloSeconds = 10;
 // How long ending the job waits for the news to reach every process.
 constexpr double kEndDrainSeconds = 1;
+// Connections from one address that may be proving the secret at once;
+// beyond them, a newcomer from there is told BUSY and comes back later
+// (greet, member.h), so that no one host takes every place.
+constexpr std::size_t kMaxStrangersPerAddress = 32;
+// Bytes waiting for a process that does not read them (stopped, or flooding
+// the rendezvous with gets) above which its requests are not read either,
+// until it has read them.
+constexpr std::size_t kMaxUnsent = std::size_t(1) << 20;
 
 class Server {
  public:
@@ -66,18 +76,26 @@ class Server {
     bool settled = false;  // finalized, said goodbye or gone: counted in settled_
     int rank = -1;
     std::string host, pid, from, nonce;
+    std::string address;  // `from` without the port: where its strangers are counted
     Clock::time_point hello_deadline;
+    std::string unsent;          // bytes for it that its socket did not take yet, from unsent_at
+    std::size_t unsent_at = 0;
+    std::uint32_t watched = 0;   // the epoll events asked for it
+    std::size_t pending() const { return unsent.size() - unsent_at; }
   };
 
   void run();
   void watch(int fd, Peer *p);
   void unwatch(int fd);
+  void update_watch(Peer &p);
   void on_readable(Peer &p, std::vector<char> &buf);
+  bool flush(Peer &p);
+  void left_strangers(Peer &p);
   void sweep(Clock::time_point now);
   void check_join_deadline(Clock::time_point now, Clock::time_point deadline);
   void close_listener();
   void pace_accepting();
-  bool send_to(int fd, const std::string &data);
+  bool send_to(Peer &p, const std::string &data);
   std::string framed(const Fields &f) const;
   void on_barrier(Peer &p, const Fields &f);
   void end_barrier();
@@ -107,6 +125,7 @@ class Server {
   std::vector<Peer *> rank_peer_;  // by rank; null before it arrives
   int joined_ = 0;
   std::size_t strangers_ = 0;  // connections that have not proved the secret yet
+  std::unordered_map<std::string, std::size_t> strangers_from_;  // by address
   bool accepting_ = true;      // the listening socket is watched (fewer strangers than the limit)
   int settled_ = 0;  // ranks that finalized MPI, said goodbye or are gone
   bool ready_ = false, done_ = false;
@@ -121,8 +140,13 @@ class Server {
   long epoch_ = 0;
   int in_barrier_ = 0;
   std::vector<std::vector<std::string>> barrier_puts_;
-  // Every put of the barriers that ended, the later ones over the earlier.
-  std::unordered_map<std::string, std::string> kvs_;
+  // Every put of the barriers that ended, the later ones over the earlier,
+  // and the rank that put each key first: only it may put the key again.
+  struct Put {
+    std::string value;
+    int rank;
+  };
+  std::unordered_map<std::string, Put> kvs_;
   int refusals_ = 0;
   std::atomic<std::uint64_t> bytes_sent_{0}, gets_{0};
 

@@ -47,11 +47,10 @@ void Server::on_hello(Peer &p, const Fields &f) {
   p.host = clip(f[6], 255);
   p.pid = clip(f[7], 20);
   p.joined = true;  // one of the job's processes: it hears how the job ends
-  --strangers_;
-  pace_accepting();
+  left_strangers(p);
   p.rank = rank;
   if (failed_) {
-    send_to(p.fd, failure_);
+    send_to(p, failure_);
     close_peer(p);
     return;
   }
@@ -75,12 +74,12 @@ void Server::on_hello(Peer &p, const Fields &f) {
   fds_[rank] = p.fd;
   ++joined_;
   p.reader.set_limit(kMaxFrame);
-  send_to(p.fd, framed({"WELCOME", proof(secret_, "welcome", f[2], p.nonce, f[4])}));
+  send_to(p, framed({"WELCOME", proof(secret_, "welcome", f[2], p.nonce, f[4])}));
   if (joined_ < size_) return;
   // Rank 0's host, for the message should it die: a list of every host
   // would make this frame's bytes, times the processes, grow with their square.
   const std::string message = framed({"READY", std::to_string(size_), kvsname_, rank_peer_[0]->host});
-  for (Peer *q : rank_peer_) send_to(q->fd, message);
+  for (Peer *q : rank_peer_) send_to(*q, message);
   ready_ = true;
   close_listener();
   PG_LOG(debug, "bootstrap: all %d processes arrived at the rendezvous at %s", size_, shown_.c_str());
@@ -142,15 +141,26 @@ void Server::on_barrier(Peer &p, const Fields &f) {
 }
 
 void Server::end_barrier() {
-  // Rank by rank, each rank's puts in order: a later put of a key replaces an
-  // earlier one, as in the allgather this replaces.
-  for (auto &r : barrier_puts_) {
-    for (std::size_t i = 1; i + 1 < r.size(); i += 2) kvs_[r[i]] = std::move(r[i + 1]);
+  // Rank by rank, each rank's puts in order: a key belongs to the rank that
+  // put it first, whose later puts replace its value. Another rank's put of
+  // it ends the job: no process may change what another published (MPI's
+  // own keys name their rank; a process that is not of the job might).
+  for (int rank = 0; rank < size_; ++rank) {
+    auto &r = barrier_puts_[static_cast<std::size_t>(rank)];
+    for (std::size_t i = 1; i + 1 < r.size(); i += 2) {
+      auto [it, added] = kvs_.try_emplace(r[i], Put{r[i + 1], rank});
+      if (added) continue;
+      if (it->second.rank != rank)
+        end_all(1, who(*rank_peer_[static_cast<std::size_t>(rank)]) + " put the PMI key '" + clip(r[i], 64) +
+                       "', which rank " + std::to_string(it->second.rank) +
+                       " put before: a process may replace only its own keys");
+      it->second.value = std::move(r[i + 1]);
+    }
     r.clear();
   }
   const std::string message = framed({"BARRIER-OUT", std::to_string(epoch_)});
   for (Peer *q : rank_peer_)
-    if (!q->closed) send_to(q->fd, message);
+    if (!q->closed) send_to(*q, message);
   in_barrier_ = 0;
   ++epoch_;
 }
@@ -158,7 +168,7 @@ void Server::end_barrier() {
 void Server::on_get(Peer &p, const Fields &f) {
   ++gets_;
   auto it = kvs_.find(f[1]);
-  send_to(p.fd, it == kvs_.end() ? framed({"GOT", f[1], "0"}) : framed({"GOT", f[1], "1", it->second}));
+  send_to(p, it == kvs_.end() ? framed({"GOT", f[1], "0"}) : framed({"GOT", f[1], "1", it->second.value}));
 }
 
 void Server::on_lost(Peer &p, const std::string &why) {
@@ -183,35 +193,50 @@ void Server::fail_all(int status, const std::string &message) {
   }
   for (auto &p : peers_)
     if (p->joined && !p->closed) {
-      send_to(p->fd, failure_);
+      send_to(*p, failure_);
       close_peer(*p);
     }
 }
 
 void Server::end_all(int code, const std::string &message) {
   const std::string out = framed({"END", std::to_string(code), message});
-  std::vector<pollfd> fds;
+  std::vector<Peer *> told;
   for (auto &p : peers_)
     if (p->joined && !p->closed) {
-      send_to(p->fd, out);
-      shutdown(p->fd, SHUT_WR);
-      // Rank 0's own process waits for this drain before it exits: not awaited.
-      if (p->rank != 0) fds.push_back(pollfd{p->fd, POLLIN, 0});
+      send_to(*p, out);
+      told.push_back(p.get());
     }
-  // Until each has read the news and closed (or exited), within the drain time.
+  // Until each has read the news and closed (or exited), within the drain
+  // time: what its socket did not take goes as it reads, then its end of the
+  // connection closes. Rank 0's own process waits for this drain before it
+  // exits: not awaited.
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(kEndDrainSeconds));
-  std::size_t open = fds.size();
+  std::vector<bool> shut(told.size(), false), gone(told.size(), false);
   char sink[4096];
-  while (open > 0 && Clock::now() < deadline) {
-    if (poll(fds.data(), fds.size(), 50) <= 0) continue;
-    for (pollfd &q : fds)
-      if (q.fd >= 0 && q.revents) {
-        if (recv(q.fd, sink, sizeof sink, 0) <= 0) {
-          q.fd = -1;
-          --open;
-        }
+  while (Clock::now() < deadline) {
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < told.size(); ++i) {
+      Peer &p = *told[i];
+      if (gone[i]) continue;
+      if (!shut[i] && p.pending() == 0) {
+        shutdown(p.fd, SHUT_WR);
+        shut[i] = true;
       }
+      if (shut[i] && p.rank == 0) continue;
+      fds.push_back(pollfd{p.fd, static_cast<short>(POLLIN | (shut[i] ? 0 : POLLOUT)), 0});
+      which.push_back(i);
+    }
+    if (fds.empty()) break;
+    if (poll(fds.data(), fds.size(), 50) <= 0) continue;
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      const std::size_t i = which[k];
+      if ((fds[k].revents & POLLOUT) && !flush(*told[i])) gone[i] = true;
+      if (gone[i] || !(fds[k].revents & (POLLIN | POLLERR | POLLHUP))) continue;
+      const ssize_t n = recv(fds[k].fd, sink, sizeof sink, 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) gone[i] = true;
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

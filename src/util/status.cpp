@@ -20,6 +20,16 @@ const char *status_name(pg_status status) {
   return "PG_STATUS_UNKNOWN";
 }
 
+bool known_status(int value) {
+  switch (value) {
+#define PG_STATUS_KNOWN(name) case name:
+    PG_STATUS_LIST(PG_STATUS_KNOWN)
+#undef PG_STATUS_KNOWN
+    return true;
+  }
+  return false;
+}
+
 pg_status fail_message(pg_status status, std::string message) {
   t_last_error = std::move(message);
   return status;

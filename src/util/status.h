@@ -27,6 +27,8 @@
 namespace pg {
 
 const char *status_name(pg_status status);
+// Whether `value` is one of the statuses above (a plugin's table may return anything).
+bool known_status(int value);
 
 // Sets this thread's last error and returns `status`, so a failure reads
 // `return fail(PG_ERR_INVALID_ARGUMENT, "bad root %d", root);`.

@@ -225,6 +225,24 @@ case $case_name in
     expect "$out/copy0.out" "rank 1 of 2 did not reach" "the job then lacks rank 1"
     ENV_ALL="PGS_BOOTSTRAP_SECRET=short" copies 2 "$LAUNCH_JOB"
     expect "$out/copy0.out" "PGS_BOOTSTRAP_SECRET is not valid (5 characters)" "a short secret is refused, unrepeated" ;;
+  no_secret)
+    needs_bootstrap
+    # Without PGS_BOOTSTRAP_SECRET, a rendezvous other machines reach warns at
+    # the default PGS_LOG, saying how to set one; on loopback, or with a
+    # secret, nothing is said.
+    warning="the rendezvous at MASTER_ADDR:MASTER_PORT=0.0.0.0:[0-9]* is reachable from other machines and there is no PGS_BOOTSTRAP_SECRET: .*export PGS_BOOTSTRAP_SECRET=\$(openssl rand -hex 32)"
+    unset PGS_LOG
+    ENV_ALL="MASTER_ADDR=0.0.0.0" copies 2 "$LAUNCH_JOB"
+    expect_rc 0 0 "the job runs (rank 0)"
+    expect_rc 1 0 "the job runs (rank 1)"
+    expect "$out/copy0.out" "^\[pgstrategy 0\] warn: bootstrap: $warning" "rank 0 warns on every address, at the default log level"
+    has "$out/copy1.out" "PGS_BOOTSTRAP_SECRET" && bad "rank 1 repeats the warning" || ok "rank 1 does not repeat it"
+    ENV_ALL="MASTER_ADDR=0.0.0.0 PGS_BOOTSTRAP_SECRET=job-secret-0123456789" copies 2 "$LAUNCH_JOB"
+    expect_rc 0 0 "with a secret, the job runs"
+    has "$out/copy0.out" "PGS_BOOTSTRAP_SECRET" && bad "rank 0 warns although a secret is set" || ok "no warning with a secret"
+    copies 2 "$LAUNCH_JOB"
+    expect_rc 0 0 "on loopback, the job runs"
+    has "$out/copy0.out" "PGS_BOOTSTRAP_SECRET" && bad "rank 0 warns on loopback" || ok "no warning on loopback" ;;
   stranger)
     needs_bootstrap
     # Garbage, a silent connection and an oversized frame at the rendezvous

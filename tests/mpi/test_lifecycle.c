@@ -2,9 +2,16 @@
  * threads at once, MPI ownership, and destroy after the application's
  * MPI_Finalize.
  *   test_lifecycle            the application initializes and finalizes MPI
- *   test_lifecycle owned      the library initializes MPI and finalizes it at exit */
+ *   test_lifecycle owned      the library initializes MPI and finalizes it at exit
+ *   test_lifecycle forked     the same, and a child forked after create exits
+ *                             normally: its exit does nothing of the parent's */
 #include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "pg_test.h"
 
@@ -57,9 +64,51 @@ static void check_split(pg_strategy *s) {
   }
 }
 
+/* Every rank forks a child that exits at once, through exit() and so the
+ * library's exit handlers; then uses s and a fairring strategy made before
+ * the fork. A child that ran the parent's destroy and MPI_Finalize would
+ * hang in their collective calls (or disturb the parent's MPI). */
+static void check_fork(pg_strategy *s) {
+  pg_test_step("fork");
+  pg_strategy *f = NULL;
+  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &f), PG_OK);
+  const int size = pg_strategy_size(s);
+  long v = 1, sum = 0;
+  PG_TEST_STATUS(pg_allreduce(f, &v, &sum, 1, PG_INT64, PG_SUM), PG_OK);
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t child = fork();
+  if (child == 0) exit(0);
+  PG_TEST_TRUE(child > 0, "fork failed");
+  int status = -1, waited_ms = 0;
+  pid_t got = 0;
+  while (child > 0 && (got = waitpid(child, &status, WNOHANG)) == 0 && waited_ms < 10000) {
+    const struct timespec pause = {0, 10 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    waited_ms += 10;
+  }
+  if (child > 0 && got == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    PG_TEST_TRUE(0, "the forked child did not exit within 10 s: its exit ran the parent's strategies");
+  } else if (child > 0) {
+    PG_TEST_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the forked child ended with status %#x", status);
+  }
+  pg_test_step("after the fork");
+  for (int i = 0; i < 3; ++i) {
+    v = i + pg_strategy_rank(s);
+    PG_TEST_STATUS(pg_allreduce(s, &v, &sum, 1, PG_INT64, PG_SUM), PG_OK);
+    PG_TEST_TRUE(sum == (long)size * i + (long)size * (size - 1) / 2, "allreduce after the fork: %ld", sum);
+    PG_TEST_STATUS(pg_allreduce(f, &v, &sum, 1, PG_INT64, PG_SUM), PG_OK);
+    PG_TEST_TRUE(sum == (long)size * i + (long)size * (size - 1) / 2, "fairring allreduce after the fork: %ld", sum);
+  }
+  PG_TEST_STATUS(pg_strategy_destroy(f), PG_OK);
+}
+
 int main(int argc, char **argv) {
   pg_test_watchdog("test_lifecycle");
-  const int owned = argc > 1 && strcmp(argv[1], "owned") == 0;
+  const int forked = argc > 1 && strcmp(argv[1], "forked") == 0;
+  const int owned = forked || (argc > 1 && strcmp(argv[1], "owned") == 0);
   int provided = 0, flag = 0;
   if (!owned) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
 
@@ -95,7 +144,10 @@ int main(int argc, char **argv) {
     PG_TEST_STATUS(pg_strategy_destroy(t), PG_OK);
   }
 
-  int failed = pg_test_verdict(MPI_COMM_WORLD, owned ? "test_lifecycle owned" : "test_lifecycle");
+  if (forked && s) check_fork(s);
+
+  int failed = pg_test_verdict(MPI_COMM_WORLD, forked ? "test_lifecycle forked"
+                                               : owned ? "test_lifecycle owned" : "test_lifecycle");
   if (owned) {
     /* s stays alive: the library destroys it and finalizes MPI at exit. */
     return failed;

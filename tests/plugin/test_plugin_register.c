@@ -52,6 +52,14 @@ static pg_status only_allreduce(void *state, const void *send, void *recv, size_
   return rc == MPI_SUCCESS ? PG_OK : PG_ERR_BACKEND;
 }
 
+/* An allreduce that returns g_returned at once: a status, or a value that is none. */
+static int g_returned;
+static pg_status returns_status(void *state, const void *send, void *recv, size_t count, pg_dtype dtype,
+                                pg_op op) {
+  (void)state, (void)send, (void)recv, (void)count, (void)dtype, (void)op;
+  return (pg_status)g_returned;
+}
+
 static int g_user_data_creates;
 
 static pg_backend_ops base_table(const char *name) {
@@ -229,6 +237,11 @@ static void check_registration_errors(void) {
     PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
   }
   {
+    pg_backend_ops ops = base_table("returns_status");
+    ops.allreduce = returns_status;
+    PG_TEST_STATUS(pg_backend_register(&ops), PG_OK);
+  }
+  {
     pg_backend_ops ops = base_table("fails_on_last");
     ops.create = failing_create;
     ops.destroy = NULL;
@@ -399,6 +412,30 @@ static void check_other_backends(void) {
       for (int q = 0; q < size; ++q)
         PG_TEST_TRUE(all[displs[q]] == q && all[displs[q] + 1] == q, "gatherv on %s: block %d", uneven_tables[t], q);
     PG_TEST_TRUE(g_gatherv_null_elsewhere, "gatherv's arrays reach the table on a rank other than the root");
+    PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
+    s = NULL;
+  }
+
+  /* A table's failure reaches the caller with its own status (PG_ERR_ABORTED
+   * included: a table may implement abort); a value that is no status is
+   * PG_ERR_BACKEND saying so. Every rank's table fails alike: nothing waits. */
+  const struct {
+    int returned;
+    pg_status expected;
+    const char *message;
+  } failures[] = {{PG_ERR_ABORTED, PG_ERR_ABORTED, "allreduce failed with PG_ERR_ABORTED"},
+                  {PG_ERR_TIMEOUT, PG_ERR_TIMEOUT, "allreduce failed with PG_ERR_TIMEOUT"},
+                  {PG_ERR_ABORTED + 1, PG_ERR_BACKEND, "returned 13, which is not a pg_status"},
+                  {-1, PG_ERR_BACKEND, "returned -1, which is not a pg_status"}};
+  for (size_t i = 0; i < sizeof failures / sizeof *failures; ++i) {
+    pg_test_step("a table's allreduce returns %d", failures[i].returned);
+    g_returned = failures[i].returned;
+    PG_TEST_STATUS(pg_strategy_create("cpu", "returns_status", &s), PG_OK);
+    if (!s) continue;
+    int32_t v = 1, out = 0;
+    PG_TEST_STATUS(pg_allreduce(s, &v, &out, 1, PG_INT32, PG_SUM), failures[i].expected);
+    PG_TEST_TRUE(contains(pg_last_error(), "backend 'returns_status': ") && contains(pg_last_error(), failures[i].message),
+                 "the message should say '%s': %s", failures[i].message, pg_last_error());
     PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
     s = NULL;
   }

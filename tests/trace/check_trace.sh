@@ -3,7 +3,8 @@
 #
 # Runs one flight-recorder scenario with PGS_TRACE=WORK/CASE and checks what
 # pg-trace (and the dumps themselves) say about it. Cases: hang, straggler,
-# mismatch, signal, wrap, timeline, backends, bad_dumps, subgroup, concurrent.
+# mismatch, signal, wrap, timeline, backends, bad_dumps, subgroup, concurrent,
+# shared_folder.
 set -u
 case_name=$1 work=$2 mpiexec=$3 npflag=$4 job=$5 python=$6 pgtrace=$7
 shift 7
@@ -126,6 +127,35 @@ EOF
     PGS_TIMEOUT=2 run 3 "$job" concurrent
     [ "$status" -ne 0 ] || fail "the job should have been ended by the watchdog"
     dumps_check "len(dumps) == 3 and all(len(d['strategies']) >= 1 for d in dumps)"
+    ;;
+  shared_folder)  # links planted at a dump's names lead nowhere; dumps are 0600; two srun steps keep apart
+    victim=$work/victim-of-$case_name
+    echo precious >"$victim"
+    chmod 644 "$victim"
+    for name in 77 77.3; do  # the job's name without its step, and with it
+      for r in 0 1; do
+        ln -s "$victim" "$dir/pgstrategy-$name-rank$r.json.tmp"  # a predictable temporary name
+        ln -s "$victim" "$dir/pgstrategy-$name-rank$r.json"
+      done
+    done
+    # Slurm's variables for the ranks only (Hydra reads SLURM_JOB_ID itself).
+    run 2 env SLURM_JOB_ID=77 SLURM_STEP_ID=3 "$job" many 3
+    [ "$status" -eq 0 ] || fail "the job failed (step 3)"
+    run 2 env SLURM_JOB_ID=77 SLURM_STEP_ID=4 "$job" many 3
+    [ "$status" -eq 0 ] || fail "the job failed (step 4)"
+    [ "$(cat "$victim")" = precious ] || fail "a planted link's target was written: $(head -c 200 "$victim")"
+    for step in 3 4; do
+      for r in 0 1; do
+        f=$dir/pgstrategy-77.$step-rank$r.json
+        [ -f "$f" ] && [ ! -L "$f" ] || fail "$f is not a plain file"
+        mode=$(stat -c %a "$f")
+        [ "$mode" = 600 ] || fail "$f has mode $mode, expected 600"
+      done
+    done
+    leftover=$(find "$dir" -name '*.tmp' ! -type l)
+    [ -z "$leftover" ] || fail "temporary files left: $leftover"
+    find "$dir" -type l -delete
+    dumps_check "sorted(d['job'] for d in dumps) == ['77.3', '77.3', '77.4', '77.4']"
     ;;
   *) echo "check_trace: unknown case '$case_name'"; exit 2 ;;
 esac
