@@ -13,6 +13,7 @@
 #include "mpi/types.h"
 #include "util/dtype.h"
 #include "util/entry.h"
+#include "util/poll.h"
 #include "util/reduce.h"
 #include "util/status.h"
 #include "util/text.h"
@@ -75,11 +76,14 @@ pg_status conversion(const char *fn, pg_dtype dtype, const void *in, const void 
 // pg_mem_alloc's collective part: every rank returns the same status, and no
 // rank keeps memory when another failed.
 pg_status allocate(pg_strategy *s, size_t bytes, void **ptr) {
+  pg::CancelScope abortable(&s->aborted, s->alarm.get());
+  PG_CHECK(pg::check_peers(s));
   pg::settle_started(s);  // collective: after the nonblocking collectives started before it
+  PG_CHECK(pg::check_peers(s));
   void *p = nullptr;
   pg_status local = s->device.cuda ? s->memory.allocate_device(s->device.index, bytes, &p)
                                    : s->memory.allocate_shared(s->layout.node_comm, bytes, &p);
-  pg_status st = pg::agree(s->comm, local, local == PG_OK ? std::string() : pg::last_error());
+  pg_status st = pg::poison_on_failure(s, pg::agree(s->comm, local, local == PG_OK ? std::string() : pg::last_error()));
   if (st != PG_OK) {
     const std::string message = pg::last_error();
     if (p) s->memory.release(p);
@@ -213,7 +217,10 @@ pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **ou
     if (out) *out = nullptr;
     PG_CHECK(usable("pg_strategy_split", s));
     if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_strategy_split: out is NULL");
+    pg::CancelScope abortable(&s->aborted, s->alarm.get());
+    PG_CHECK(pg::check_peers(s));
     pg::settle_started(s);
+    PG_CHECK(pg::check_peers(s));
     return pg::split_strategy(s, color, key, out);
   });
 }
@@ -290,6 +297,8 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
     PG_CHECK(usable("pg_mem_free", s));
     if (!ptr) return PG_OK;
     pg::trace::Op op(s, static_cast<std::uint8_t>(pg::trace::Event::mem_free), nullptr, 0);
+    pg::CancelScope abortable(&s->aborted, s->alarm.get());
+    PG_CHECK(op.end(pg::check_peers(s)));
     pg::settle_started(s);
     return op.end(s->memory.release(ptr));
   });

@@ -26,18 +26,6 @@ bool trivial(const CollArgs &a) {
   return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier && !is_uneven(a.coll);
 }
 
-// A backend failure poisons the strategy and raises its alarm, so that the
-// peers stop waiting for this rank (a failure learned from a peer's alarm
-// raises nothing more); the flight recorder dumps then, while the job may
-// still be alive to tell.
-pg_status poison_on_failure(pg_strategy *s, pg_status st) {
-  if (st == PG_ERR_BACKEND && !s->health.poisoned()) {
-    s->health.poison(last_error());
-    s->alarm->raise(Alarm::Cause::failed, true);
-    if (s->trace) trace::dump("poison");
-  }
-  return st;
-}
 
 // What every rank must agree on: the collective (a nonblocking twin, which does
 // not match the blocking call, is named as such), its sequence number, and the
@@ -351,6 +339,21 @@ void complete(pg_work *w, pg_status st, const std::string &error) {
   w->finished_cv.notify_all();
 }
 
+// A backend failure poisons the strategy and raises its alarm, so that the
+// peers stop waiting for this rank (a failure learned from a peer's alarm
+// raises nothing more); the flight recorder dumps then, while the job may
+// still be alive to tell.
+pg_status poison_on_failure(pg_strategy *s, pg_status st) {
+  if (st == PG_ERR_BACKEND && !s->health.poisoned()) {
+    s->health.poison(last_error());
+    s->alarm->raise(Alarm::Cause::failed, true);
+    if (s->trace) trace::dump("poison");
+  }
+  return st;
+}
+
+pg_status check_peers(pg_strategy *s) { return poison_on_failure(s, s->alarm->check_node()); }
+
 // The number a collective's flight-recorder entry shares with every rank.
 std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
   return is_point_to_point(a.coll) ? 0 : s->sequence;
@@ -358,7 +361,7 @@ std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
 
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   CancelScope abortable(&s->aborted, s->alarm.get());
-  PG_CHECK(poison_on_failure(s, s->alarm->check_node()));  // a peer failed or aborted: no wait for it
+  PG_CHECK(check_peers(s));
   const pg_status entered = enter(s, args, local, false);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
   if (entered != PG_OK || trivial(args)) return op.end(entered);
@@ -372,7 +375,7 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out) {
   *out = nullptr;
   CancelScope abortable(&s->aborted, s->alarm.get());
-  PG_CHECK(poison_on_failure(s, s->alarm->check_node()));  // a peer failed or aborted: no wait for it
+  PG_CHECK(check_peers(s));
   const pg_status entered = enter(s, args, local, true);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args), trace::kNonblocking);
   if (entered != PG_OK) return op.end(entered);

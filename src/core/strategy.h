@@ -136,6 +136,14 @@ bool delegates(const pg_strategy *s, Coll coll);
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local);
 pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out);
 
+// `st`, after a PG_ERR_BACKEND has poisoned the strategy and raised its alarm.
+pg_status poison_on_failure(pg_strategy *s, pg_status st);
+// PG_ERR_BACKEND naming the rank, and the strategy poisoned, when this rank's
+// node knows that a peer failed or aborted (core/alarm.h): every call that
+// would wait for its peers checks it first, in the CancelScope that ends its
+// waits when the alarm comes later.
+pg_status check_peers(pg_strategy *s);
+
 // Finishes the strategy's started nonblocking collectives, in start order.
 // A blocking collective (a core one too: pg_mem_alloc, split) runs after them:
 // waiting for them here keeps every rank's order the same whatever the

@@ -14,6 +14,9 @@
  * blocked: rank 1 is in the allreduce first, and rank 0 aborts 300 ms later
  * without entering it: rank 1's call returns PG_ERR_BACKEND naming rank 0
  * within 1 s of the abort.
+ * mem_alloc (in place of blocking|work, with blocked): rank 1's call is a
+ * pg_mem_alloc made after rank 0's abort (blocked in MPI's window allocation
+ * it could not learn of it): it returns PG_ERR_BACKEND naming rank 0.
  * Run on one node (the node's shared word) and on nodes of one rank
  * (PGS_RANKS_PER_NODE=1: a notice over MPI). The buffer stays allocated: MPI
  * may still use it (the contract of pg_strategy_abort). */
@@ -73,10 +76,10 @@ int main(int argc, char **argv) {
   }
   char *end = NULL;
   const size_t count = (size_t)strtoull(argv[2], &end, 10);
-  const int work = strcmp(argv[3], "work") == 0;
+  const int work = strcmp(argv[3], "work") == 0, mem_alloc = strcmp(argv[3], "mem_alloc") == 0;
   const int blocked = argc > 4 && strcmp(argv[4], "blocked") == 0;
-  if (!PG_TEST_TRUE(*end == '\0' && count > 0 && (work || strcmp(argv[3], "blocking") == 0),
-                    "usage: test_abort BACKEND COUNT blocking|work (COUNT a positive number): got %s %s %s", argv[1],
+  if (!PG_TEST_TRUE(*end == '\0' && count > 0 && (work || mem_alloc || strcmp(argv[3], "blocking") == 0),
+                    "usage: test_abort BACKEND COUNT blocking|work|mem_alloc (COUNT a positive number): got %s %s %s", argv[1],
                     argv[2], argv[3]))
     return pg_test_verdict(MPI_COMM_WORLD, "test_abort");
   pg_strategy *s = NULL;
@@ -94,6 +97,12 @@ int main(int argc, char **argv) {
       if (rank == 0) {
         sleep_s(0.3);
         PG_TEST_STATUS(pg_strategy_abort(s), PG_OK);
+      } else if (mem_alloc) {
+        sleep_s(0.6);
+        void *p = NULL;
+        const pg_status st = pg_mem_alloc(s, count * sizeof(double), &p);
+        PG_TEST_TRUE(st == PG_ERR_BACKEND && strstr(pg_last_error(), "rank 0 aborted") && p == NULL,
+                     "rank 1 learns of rank 0's abort: %s: %s", pg_status_name(st), pg_last_error());
       } else {
         const pg_status st = allreduce(s, buf, count, work);
         PG_TEST_TRUE(st == PG_ERR_BACKEND && strstr(pg_last_error(), "rank 0 aborted"),
