@@ -185,8 +185,8 @@ PG_API pg_status pg_strategy_destroy(pg_strategy *s);
  * on `s` on this rank returns PG_ERR_ABORTED within a bounded time (a fraction
  * of a second), and so do pg_work_wait and pg_work_test on its unfinished
  * works. Not ended: a custom backend's blocking operation (it returns when the
- * backend returns), the mpi backend's blocking point-to-point calls, and its
- * blocking collectives under PGS_MPI_WAIT=block (docs/env.md) and, built
+ * backend returns), the mpi backend's blocking calls under PGS_MPI_WAIT=block
+ * (docs/env.md) and, built
  * against Open MPI 4, above 2 GiB and its alltoallv, gatherv and scatterv
  * (docs/known-issues.md).
  * `s` is then poisoned: later calls return PG_ERR_STATE, the local queries

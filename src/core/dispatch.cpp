@@ -79,7 +79,23 @@ Until polled_by_caller(pg_strategy *s) {
 // peer may be waiting for one of them before it comes to this collective.
 void poke_started(pg_strategy *s) {
   for (const auto &[order, w] : s->works)
-    if (w->collective && w->native && !w->adopted && !w->finished) drive(w, 0);
+    if (w->collective && w->native && !w->adopted && !w->driving && !w->finished) drive(w, 0);
+}
+
+// The progress hook (util/poll.h): a thread that waits moves the started
+// collectives of every strategy it started them on, other strategies' and
+// its own beside a point-to-point work. MPI moves its own requests inside any
+// call; fairring's fast path and schedule move only when tested, and a peer
+// may be waiting for one of them while this thread waits for that peer.
+void move_started_elsewhere() {
+  thread_local bool moving = false;
+  if (moving) return;
+  moving = true;
+  const std::thread::id me = std::this_thread::get_id();
+  runtime::for_each_live([me](pg_strategy *s) {
+    if (s->driver.load(std::memory_order_relaxed) == me) poke_started(s);
+  });
+  moving = false;
 }
 
 // The buffers and requests of one fingerprint exchange: MPI's until every
@@ -404,7 +420,11 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
         if (s->trace) s->trace->end(w->trace_seq, st);
         return poison_on_failure(s, st);
       }
-      if (st == PG_OK && !is_point_to_point(a.coll)) w->watch = {watchdog::now_ns(), s->sequence, a.coll};
+      if (st == PG_OK && !is_point_to_point(a.coll)) {
+        w->watch = {watchdog::now_ns(), s->sequence, a.coll};
+        s->driver.store(std::this_thread::get_id(), std::memory_order_relaxed);
+        set_progress_hook(move_started_elsewhere);
+      }
     }
     if (st == PG_ERR_UNSUPPORTED) {
       w->native.reset();
@@ -468,7 +488,9 @@ bool drive(pg_work *w, double timeout_s) {
   }
   if (!w->finished) {
     bool done = false;
+    w->driving = true;
     pg_status st = poll_native(w, timeout_s, &done);
+    w->driving = false;
     if (!done) return false;
     if (w->strategy) poison_on_failure(w->strategy, st);
     complete(w, st, last_error());

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/alarm.h"
@@ -73,6 +74,9 @@ struct pg_strategy {
   pg::Progress progress;           // queued nonblocking work (dispatch.cpp)
   // Works not yet freed, by start number; destroy finishes them first, in order.
   std::map<std::uint64_t, pg_work *> works;
+  // The thread that started the latest native collective work: its waits on
+  // anything else move the strategy's works too (dispatch.cpp).
+  std::atomic<std::thread::id> driver{};
   std::uint64_t works_started = 0;
   pg::Memory memory;               // pg_mem_alloc's buffers (c_api.cpp)
   std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
@@ -102,6 +106,7 @@ struct pg_work {
   // A native work that a queued task adopted: the progress thread moves it
   // to its end (dispatch.cpp); the caller's thread no longer tests it.
   bool adopted = false;
+  bool driving = false;  // its own thread is polling it: a nested move leaves it alone
   pg_status status = PG_OK;
   std::string error;
   std::vector<char> stage;                       // staging for in-place alltoall

@@ -59,7 +59,15 @@ void Backoff::idle() {
 namespace {
 thread_local const std::atomic<bool> *t_cancel = nullptr;
 thread_local PeerWatch *t_peers = nullptr;
+thread_local unsigned t_rounds = 0;
+std::atomic<ProgressHook> g_progress{nullptr};
 }  // namespace
+
+void set_progress_hook(ProgressHook hook) { g_progress.store(hook); }
+
+void Interruption::move_others() {
+  if (const ProgressHook hook = g_progress.load(std::memory_order_relaxed)) hook();
+}
 
 CancelScope::CancelScope(const std::atomic<bool> *flag, PeerWatch *peers)
     : previous_flag_(t_cancel), previous_peers_(t_peers) {
@@ -72,7 +80,9 @@ CancelScope::~CancelScope() {
   t_peers = previous_peers_;
 }
 
-Interruption::Interruption() : flag_(t_cancel), peers_(t_peers) {}
+Interruption::Interruption() : flag_(t_cancel), peers_(t_peers), rounds_(t_rounds) {}
+
+Interruption::~Interruption() { t_rounds = rounds_; }
 
 pg_status aborted() { return fail(PG_ERR_ABORTED, "the call was aborted (pg_strategy_abort) while it waited"); }
 

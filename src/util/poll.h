@@ -77,24 +77,39 @@ class CancelScope {
 };
 pg_status aborted();
 
+// What a waiting thread does for the rest of the process every
+// PeerWatch::kWatchRounds rounds: it moves the other works it started (the
+// core's, which may move only when tested), since a peer may wait for one of
+// them while this thread waits for that peer.
+using ProgressHook = void (*)();
+void set_progress_hook(ProgressHook hook);
+
 // One wait's view of its thread's CancelScope, read once as the wait starts
 // (a thread-local is a call away in a shared library). Every loop that waits
 // for a peer, MPI or the GPU asks it at each round that found nothing done.
+// Rounds are counted per thread, across waits: a caller's loop of one-round
+// waits (pg_work_test) moves the thread's other works too.
 class Interruption {
  public:
   Interruption();
+  ~Interruption();
+  Interruption(const Interruption &) = delete;
+  Interruption &operator=(const Interruption &) = delete;
   // Why the wait must end now (PG_ERR_ABORTED, or the peers' status), PG_OK
   // to go on. `last`: the wait gives up after this round (its deadline).
   pg_status check(bool last = false) {
     if (flag_ && flag_->load(std::memory_order_relaxed)) return aborted();
-    if (peers_ && (last || ++rounds_ % PeerWatch::kWatchRounds == 0)) return peers_->check();
+    const bool turn = ++rounds_ % PeerWatch::kWatchRounds == 0;
+    if (turn) move_others();
+    if (peers_ && (last || turn)) return peers_->check();
     return PG_OK;
   }
 
  private:
+  static void move_others();
   const std::atomic<bool> *flag_;
   PeerWatch *peers_;
-  unsigned rounds_ = 0;
+  unsigned rounds_;
 };
 
 // Calls test(&done) until done or a failure, and returns its status; or

@@ -8,6 +8,12 @@
  *
  *   test_mixed_order BACKEND [funneled]
  *
+ * Then, with fairring's works that move only when tested: rank 0 starts two
+ * small allreduces and waits for a message rank 1 sends once both have
+ * finished there (pg_irecv's work, then a blocking pg_recv), and starts two
+ * on a duplicate of the strategy before a blocking allreduce on the first:
+ * a rank that waits for anything moves the works it started.
+ *
  * BACKEND "ordered" is a table backend registered here whose nonblocking
  * allreduces move only when tested and only in start order (as fairring's
  * fast path does), and whose broadcast has no nonblocking entry: an
@@ -84,6 +90,57 @@ static void run_order(pg_strategy *s, int reverse, const char *name) {
   free(in_small);
   free(in_large);
   for (int k = 0; k < 4; ++k) free(out[k]);
+}
+
+/* Rank 0 waits for something else while rank 1 waits for rank 0's started
+ * works: a point-to-point work, a blocking receive, another strategy. */
+static void run_waits_elsewhere(pg_strategy *s) {
+  const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  float x[kSmall], y[2][kSmall];
+  fill(x, kSmall, rank);
+  pg_work *w[2] = {NULL, NULL}, *r = NULL;
+  int token = 0;
+  for (int blocking = 0; blocking < 2; ++blocking) {
+    pg_test_step("two started allreduces, then %s a message sent once they finished", blocking ? "pg_recv" : "a work for");
+    late(rank, size);  /* rank 0's works wait for the last rank's: they are not finished at start */
+    for (int k = 0; k < 2; ++k) PG_TEST_STATUS(pg_iallreduce(s, x, y[k], kSmall, PG_FLOAT32, PG_SUM, &w[k]), PG_OK);
+    if (rank == 0) {
+      if (blocking) {
+        PG_TEST_STATUS(pg_recv(s, &token, 1, PG_INT32, 1, 7), PG_OK);
+      } else {
+        PG_TEST_STATUS(pg_irecv(s, &token, 1, PG_INT32, 1, 7, &r), PG_OK);
+        PG_TEST_STATUS(pg_work_wait(r, 60.0), PG_OK);
+        PG_TEST_STATUS(pg_work_free(r), PG_OK);
+      }
+      PG_TEST_TRUE(token == 42 + blocking, "the message: %d", token);
+    }
+    for (int k = 0; k < 2; ++k) PG_TEST_STATUS(pg_work_wait(w[k], 60.0), PG_OK);
+    if (rank == 1) {
+      token = 42 + blocking;
+      PG_TEST_STATUS(pg_send(s, &token, 1, PG_INT32, 0, 7), PG_OK);
+    }
+    for (int k = 0; k < 2; ++k) {
+      check_sum(y[k], kSmall, size, "started allreduce");
+      PG_TEST_STATUS(pg_work_free(w[k]), PG_OK);
+    }
+  }
+
+  pg_test_step("two started allreduces on a duplicate, then a blocking allreduce on the first strategy");
+  pg_strategy *d = NULL;
+  PG_TEST_STATUS(pg_strategy_create_comm("cpu", pg_strategy_backend(s), MPI_COMM_WORLD, &d), PG_OK);
+  if (!d) return;
+  float z[kSmall];
+  late(rank, size);
+  for (int k = 0; k < 2; ++k) PG_TEST_STATUS(pg_iallreduce(d, x, y[k], kSmall, PG_FLOAT32, PG_SUM, &w[k]), PG_OK);
+  if (rank == 0) PG_TEST_STATUS(pg_allreduce(s, x, z, kSmall, PG_FLOAT32, PG_SUM), PG_OK);
+  for (int k = 0; k < 2; ++k) PG_TEST_STATUS(pg_work_wait(w[k], 60.0), PG_OK);
+  if (rank != 0) PG_TEST_STATUS(pg_allreduce(s, x, z, kSmall, PG_FLOAT32, PG_SUM), PG_OK);
+  check_sum(z, kSmall, size, "blocking allreduce on the first strategy");
+  for (int k = 0; k < 2; ++k) {
+    check_sum(y[k], kSmall, size, "started allreduce on the duplicate");
+    PG_TEST_STATUS(pg_work_free(w[k]), PG_OK);
+  }
+  PG_TEST_STATUS(pg_strategy_destroy(d), PG_OK);
 }
 
 /* The "ordered" backend: request t finishes only once request t - 1 has. */
@@ -214,6 +271,7 @@ int main(int argc, char **argv) {
   } else if (s) {
     run_order(s, 0, backend);
     run_order(s, 1, backend);
+    run_waits_elsewhere(s);
     PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
   }
   const int failed = pg_test_verdict(MPI_COMM_WORLD, "test_mixed_order");

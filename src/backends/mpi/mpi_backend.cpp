@@ -139,10 +139,7 @@ class MpiBackend final : public Backend {
     // go straight to MPI, with no allocation; everything else through `issue`.
     if (a.count <= g_.chunk && ((a.coll == Coll::allreduce && a.op != PG_AVG) || a.coll == Coll::broadcast))
       return one_call(a);
-    // Point-to-point stays blocking: MPICH 4.0.2 reports a truncated receive
-    // that MPI_Test completes to MPI_COMM_WORLD's error handler, which ends the
-    // job, and a blocking receive's to the communicator's, a status. An abort
-    // does not end it (include/pg_strategy.h).
+    if (is_point_to_point(a.coll) && !block_) return point_to_point_polled(a);
     if (a.coll == Coll::sendrecv) return sendrecv_blocking(a);
     const bool nonblocking = !block_ && !is_point_to_point(a.coll) && !stays_blocking(a);
     Pending done;
@@ -371,8 +368,55 @@ class MpiBackend final : public Backend {
     return PG_OK;
   }
 
-  // Chunked sendrecv posts every piece at once, so unequal chunk counts on the
-  // two sides cannot deadlock.
+  // Blocking point-to-point, polled like the collectives (so that an abort or
+  // a failed peer ends it, and the thread's other works move while it waits):
+  // sends are issued nonblocking and waited for; a receive waits for each
+  // chunk's message with MPI_Iprobe and then takes it with MPI_Recv. (Not
+  // MPI_Irecv and MPI_Test, nor MPI_Improbe and MPI_Mrecv: MPICH 4.0.2 reports
+  // a truncated receive completed that way to MPI_COMM_WORLD's error handler,
+  // which ends the job; MPI_Recv reports it to the communicator's, a status.
+  // The probed message is the one MPI_Recv takes: one thread receives on a
+  // strategy at a time, and receives posted before match before a probe sees
+  // a message.) A sendrecv posts its sends first, so that unequal chunk counts
+  // on the two sides cannot deadlock.
+  pg_status point_to_point_polled(const CollArgs &a) {
+    if (a.coll == Coll::recv) return receive(a);
+    CollArgs send_part = a;
+    send_part.coll = Coll::send;
+    Pending sends;
+    PG_CHECK(point_to_point(send_part, Issue{sends, true}));
+    if (a.coll == Coll::sendrecv) {
+      CollArgs recv_part = a;
+      recv_part.coll = Coll::recv;
+      recv_part.count = a.recv_count;
+      recv_part.peer = a.source;
+      PG_CHECK(receive(recv_part));
+    }
+    return sends.wait();
+  }
+
+  pg_status receive(const CollArgs &a) {
+    const MPI_Datatype type = datatype(a.dtype);
+    const std::size_t esize = dtype_size(a.dtype);
+    for (std::size_t off = 0; off < a.count || off == 0; off += g_.chunk) {
+      bool arrived = false;
+      PG_CHECK(poll(
+          [&](bool *d) {
+            int found = 0;
+            PG_MPI_CHECK(MPI_Iprobe(a.peer, a.tag, g_.comm, &found, MPI_STATUS_IGNORE));
+            *d = found != 0;
+            return PG_OK;
+          },
+          Until{}, &arrived));
+      PG_MPI_CHECK(MPI_Recv(static_cast<char *>(a.recv) + off * esize, g_.len(a.count, off), type, a.peer, a.tag,
+                            g_.comm, MPI_STATUS_IGNORE));
+      if (a.count == 0) break;
+    }
+    return PG_OK;
+  }
+
+  // PGS_MPI_WAIT=block. Chunked sendrecv posts every piece at once, so unequal
+  // chunk counts on the two sides cannot deadlock.
   pg_status sendrecv_blocking(const CollArgs &a) {
     if (a.count <= g_.chunk && a.recv_count <= g_.chunk) {
       const MPI_Datatype type = datatype(a.dtype);
