@@ -542,6 +542,20 @@ std::string Call::check_big() const {
   return text;
 }
 
+bool Call::empty() const {
+  switch (op_.kind) {
+    case Kind::allreduce:
+    case Kind::broadcast:
+    case Kind::reduce:
+    case Kind::allgather:
+    case Kind::reduce_scatter:
+    case Kind::alltoall:
+    case Kind::gather:
+    case Kind::scatter: return n_ == 0;
+    default: return false;
+  }
+}
+
 pg_status Call::expected_status() const { return op_.kind == Kind::unsupported ? PG_ERR_UNSUPPORTED : PG_OK; }
 
 const char *Call::trace_name() const {

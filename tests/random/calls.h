@@ -30,6 +30,9 @@ class Call {
   // Blocking: runs the call. Nonblocking: starts it (works()).
   pg_status start();
   std::vector<pg_work *> &works() { return works_; }
+  // An even collective on zero elements: it returns at once, a work of it
+  // finished when started (docs/algorithms.md, "Dispatch").
+  bool empty() const;
   // The status every rank must get when the call went as it should.
   pg_status expected_status() const;
   // Compares every buffer with its expected image; "" when all match, else

@@ -116,6 +116,10 @@ static pg_status table_send(void *state, const void *buf, size_t count, pg_dtype
   return PG_OK;
 }
 
+/* The receive polls: pg_sendrecv on a table with send and recv runs the send
+ * on the library's progress thread while this runs in the caller
+ * (pg_backend.h), and MPICH 4.0.2's blocking MPI_Recv from this rank itself
+ * keeps a send to itself from another thread from ever matching. */
 static pg_status table_recv(void *state, void *buf, size_t count, pg_dtype dtype, int peer, int tag) {
   const pg_backend_context *ctx = state;
   MPI_Datatype type;
@@ -123,7 +127,9 @@ static pg_status table_recv(void *state, void *buf, size_t count, pg_dtype dtype
   char *p = buf;
   do {
     const size_t piece = count > INT_MAX ? INT_MAX : count;
-    const int rc = MPI_Recv(p, (int)piece, type, peer, tag, ctx->comm, MPI_STATUS_IGNORE);
+    MPI_Request request;
+    int rc = MPI_Irecv(p, (int)piece, type, peer, tag, ctx->comm, &request), done = 0;
+    while (rc == MPI_SUCCESS && !done) rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return PG_ERR_BACKEND;
     p += piece * pg_dtype_size(dtype);
     count -= piece;

@@ -523,7 +523,7 @@ class Runner {
       }
       p.statuses[k] = wait(w, *p.call);
       p.settled[k] = true;
-      if (p.collective && p.statuses[k] == PG_OK) check_order(index, p.strategy, p.call->what());
+      if (p.collective && p.statuses[k] == PG_OK && !p.call->empty()) check_order(index, p.strategy, p.call->what());
       const pg_status freed = pg_work_free(w);
       if (freed != PG_OK)
         fail(sh_, seed_, "%s: pg_work_free of finished work returned %s", p.call->what().c_str(), pg_status_name(freed));
