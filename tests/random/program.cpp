@@ -189,6 +189,8 @@ Op Program::next() {
       while (x >= weights[k]) x -= weights[k++];
       op.kind = static_cast<Kind>(k);
       if (!limits_.point_to_point && !is_collective(op.kind)) continue;
+      if (!limits_.kinds.empty() && std::find(limits_.kinds.begin(), limits_.kinds.end(), op.kind) == limits_.kinds.end())
+        continue;
       // The fault: a collective in which every rank needs every other's data
       // (a root's broadcast, or an uneven call with nothing from one rank,
       // could finish without it).

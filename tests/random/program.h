@@ -111,6 +111,7 @@ struct Limits {
   unsigned max_in_flight = 6;    // at most this many outstanding nonblocking operations
   std::vector<int> strategies;   // the strategies this (sub-)program may use
   bool point_to_point = true;
+  std::vector<Kind> kinds;       // when not empty: only these
   long forced_index = -1;        // this operation is a blocking allreduce on the world (hang check)
   long fault_index = -1;         // this operation is a collective on the world or the duplicate that
                                  // no rank can finish without every other (the fault mode's)

@@ -67,6 +67,7 @@ struct Options {
   bool list = false;             // print the program (each thread's) and run nothing
   std::vector<int> strategies;   // --strategies: the ones a one-thread program uses (default: all)
   bool same_order = false;       // --wait-order same: every rank settles works in one drawn order
+  std::vector<Kind> kinds;       // --kinds: only these operations
 };
 
 const char *const kUsage =
@@ -74,7 +75,7 @@ const char *const kUsage =
     "       [--minutes M] [--threads 1|2] [--max-bytes B] [--in-flight N] [--hang-bound SECONDS]\n"
     "       [--skew PERCENT,MS] [--big] [--fault] [--fault-bound SECONDS] [--fault-expect any|backend]\n"
     "       [--end finalize|exit] [--stall-at OP] [--no-p2p] [--list]\n"
-    "       [--strategies world,duplicate,split] [--wait-order own|same]\n";
+    "       [--strategies world,duplicate,split] [--wait-order own|same] [--kinds allreduce,barrier,...]\n";
 
 bool parse(int argc, char **argv, Options *o, std::string *error) {
   for (int i = 1; i < argc; ++i) {
@@ -121,6 +122,19 @@ bool parse(int argc, char **argv, Options *o, std::string *error) {
     else if (a == "--stall-at") ok = whole(&u) && (o->stall_at = long(u), true);
     else if (a == "--no-p2p") o->point_to_point = false;
     else if (a == "--list") o->list = true;
+    else if (a == "--kinds") {
+      ok = value(&v);
+      o->kinds.clear();
+      for (std::string list = ok ? v : ""; ok && !list.empty();) {
+        const std::string name = list.substr(0, list.find(','));
+        list = name.size() < list.size() ? list.substr(name.size() + 1) : "";
+        int k = static_cast<int>(Kind::count);
+        for (int j = 0; j < static_cast<int>(Kind::count); ++j)
+          if (name == kind_name(static_cast<Kind>(j))) k = j;
+        ok = k < static_cast<int>(Kind::count);
+        if (ok) o->kinds.push_back(static_cast<Kind>(k));
+      }
+    }
     else if (a == "--wait-order")
       ok = value(&v) && (std::strcmp(v, "own") == 0 || std::strcmp(v, "same") == 0) &&
            (o->same_order = std::strcmp(v, "same") == 0, true);
@@ -695,7 +709,7 @@ void Runner::fault(const Op &op) {
               took, expired ? " (only after this rank's own abort at the bound)" : "", st == PG_OK ? "" : message.c_str());
   std::fflush(stdout);
   if (expired)
-    fail(sh_, seed_, "survivor: %s did not return within %.1f s of rank %d's abort (it returned %s after this rank's own abort)",
+    fail(sh_, seed_, "survivor: %s did not return within the bound of %.1f s although rank %d aborted (it returned %s after this rank's own abort)",
          call->what().c_str(), o.fault_bound, aborter, pg_status_name(st));
   else if (st == PG_OK)
     fail(sh_, seed_, "survivor: %s returned PG_OK although rank %d never joined it", call->what().c_str(), aborter);
@@ -821,8 +835,8 @@ int run(int argc, char **argv) {
   {
     Monitor monitor(sh);
     for (std::uint64_t seed = o.seed;; ++seed) {
-      // Each thread its own sub-program on its own strategies: the world and
-      // the split on the first, the duplicate on the second.
+      // Each thread its own sub-program on its own strategy: the world on the
+      // first, the duplicate on the second.
       std::vector<std::thread> threads;
       auto program = [&](int slot) {
         Limits limits;
@@ -830,16 +844,19 @@ int run(int argc, char **argv) {
         limits.max_in_flight = o.in_flight;
         limits.point_to_point = o.point_to_point;
         limits.ranks = sh.world_size;
+        limits.kinds = o.kinds;
         if (o.threads == 1)
           limits.strategies = o.strategies.empty() ? std::vector<int>{kWorld, kDuplicate, kSplit} : o.strategies;
         else
-          limits.strategies = slot == 0 ? std::vector<int>{kWorld, kSplit} : std::vector<int>{kDuplicate};
+          limits.strategies = {slot == 0 ? kWorld : kDuplicate};
         const std::uint64_t thread_seed = slot == 0 ? seed : hash(seed, 0x7ead, std::uint64_t(slot), 0);
         Rng draw(thread_seed ^ 0xfa17);
         draw.next();  // the aborting rank's draw (Runner::fault)
         if (o.fault) limits.fault_index = static_cast<long>(o.ops / 4 + draw.below(o.ops - o.ops / 4));
-        if (o.big) limits.big_index = static_cast<long>(draw.below(o.ops));
-        if (o.stall_at >= 0) limits.forced_index = o.stall_at;
+        // The operation above 2 GiB and the stalled one run on the world: the
+        // first thread's.
+        if (o.big && slot == 0) limits.big_index = static_cast<long>(draw.below(o.ops));
+        if (o.stall_at >= 0 && slot == 0) limits.forced_index = o.stall_at;
         if (o.list) {
           if (root) list_program(thread_seed, slot, limits, sizes);
           return;
