@@ -194,9 +194,11 @@ Op Program::next() {
       // The fault: a collective in which every rank needs every other's data
       // (a root's broadcast, or an uneven call with nothing from one rank,
       // could finish without it).
-      if (index == limits_.fault_index && op.kind != Kind::allreduce && op.kind != Kind::allgather &&
-          op.kind != Kind::reduce_scatter && op.kind != Kind::alltoall && op.kind != Kind::barrier)
+      if (index == limits_.fault_index && !limits_.fault_any && op.kind != Kind::allreduce &&
+          op.kind != Kind::allgather && op.kind != Kind::reduce_scatter && op.kind != Kind::alltoall &&
+          op.kind != Kind::barrier)
         continue;
+      if (index == limits_.fault_index && !is_collective(op.kind)) continue;
       break;
     }
     op.dtype = draw_dtype();

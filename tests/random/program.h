@@ -115,6 +115,7 @@ struct Limits {
   long forced_index = -1;        // this operation is a blocking allreduce on the world (hang check)
   long fault_index = -1;         // this operation is a collective on the world or the duplicate that
                                  // no rank can finish without every other (the fault mode's)
+  bool fault_any = false;        // ... or any collective (the late fault: its peers come after the abort)
   int ranks = 1;                 // the world's size
   long big_index = -1;           // this operation is the one above 2 GiB
 };

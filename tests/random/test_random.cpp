@@ -61,6 +61,7 @@ struct Options {
   bool fault = false;            // a drawn rank aborts at a drawn operation
   double fault_bound = 10;       // the survivors' calls must return within this
   bool fault_backend = false;    // ... with PG_ERR_BACKEND naming the aborted rank
+  bool fault_late = false;       // the aborting rank enters the collective, its peers come late
   bool end_exit = false;         // end the job by exit after a barrier instead of MPI_Finalize
   long stall_at = -1;            // the last rank stops before this operation (the hang report's check)
   bool point_to_point = true;
@@ -73,7 +74,7 @@ struct Options {
 const char *const kUsage =
     "usage: test_random [--backend mpi|fairring|gloo|table|plain|NAME] [--seed S] [--ops N] [--seeds K]\n"
     "       [--minutes M] [--threads 1|2] [--max-bytes B] [--in-flight N] [--hang-bound SECONDS]\n"
-    "       [--skew PERCENT,MS] [--big] [--fault] [--fault-bound SECONDS] [--fault-expect any|backend]\n"
+    "       [--skew PERCENT,MS] [--big] [--fault] [--fault-late] [--fault-bound SECONDS] [--fault-expect any|backend]\n"
     "       [--end finalize|exit] [--stall-at OP] [--no-p2p] [--list]\n"
     "       [--strategies world,duplicate,split] [--wait-order own|same] [--kinds allreduce,barrier,...]\n";
 
@@ -112,6 +113,7 @@ bool parse(int argc, char **argv, Options *o, std::string *error) {
     else if (a == "--skew") ok = value(&v) && std::sscanf(v, "%u,%lf", &o->skew_percent, &o->skew_ms) == 2;
     else if (a == "--big") o->big = true;
     else if (a == "--fault") o->fault = true;
+    else if (a == "--fault-late") o->fault = o->fault_late = true;
     else if (a == "--fault-bound") ok = number(&d) && d > 0 && (o->fault_bound = d, true);
     else if (a == "--fault-expect")
       ok = value(&v) && (std::strcmp(v, "any") == 0 || std::strcmp(v, "backend") == 0) &&
@@ -633,6 +635,37 @@ void Runner::fault(const Op &op) {
     }
   };
 
+  if (me == aborter && o.fault_late) {
+    // The collective itself, aborted from another thread while it waits for
+    // the peers, which come 0.3 s later: MPI may still write into its buffers
+    // then (kept to the end), and nothing else of the call's may be freed
+    // under it (what AddressSanitizer would see).
+    auto call = std::make_unique<Call>(op, group(op.strategy));
+    std::atomic<double> aborted_at{0};
+    std::thread aborter_thread([&] {
+      sleep_for(0.02 + local_.uniform() * 0.03);
+      aborted_at = now();
+      pg_strategy_abort(s);
+    });
+    pg_status st = call->start();
+    if (st == PG_OK && !call->works().empty()) {
+      st = pg_work_wait(call->works()[0], o.fault_bound);
+      if (st != PG_ERR_TIMEOUT) pg_work_free(call->works()[0]);
+    }
+    const double returned = now();
+    aborter_thread.join();
+    // PG_OK where this rank's part needs no peer (a root's broadcast or
+    // scatter, gather to another rank: MPI's sends may complete alone).
+    if (st != PG_ERR_ABORTED && st != PG_OK)
+      fail(sh_, seed_, "aborting rank: %s returned %s, expected PG_ERR_ABORTED: %s", call->what().c_str(),
+           pg_status_name(st), pg_last_error());
+    else if (returned - aborted_at > 1.0)
+      fail(sh_, seed_, "aborting rank: %s returned %.2f s after the abort", call->what().c_str(), returned - aborted_at);
+    std::printf("[rank %d] aborted the %s in %s\n", me, strategy_name(op.strategy), call->what().c_str());
+    kept().push_back(std::move(call));
+    end_all("aborting rank");
+    return;
+  }
   if (me == aborter) {
     // A receive nobody sends to, then the abort from another thread while
     // this one waits: the work ends PG_ERR_ABORTED, soon.
@@ -681,7 +714,9 @@ void Runner::fault(const Op &op) {
     return;
   }
 
-  // A survivor: into the collective the aborting rank never joins.
+  // A survivor: into the collective the aborting rank never joins (or, late,
+  // one it left aborted).
+  if (o.fault_late) sleep_for(0.3);
   auto call = std::make_unique<Call>(op, group(op.strategy));
   const double start = now();
   pg_status st = PG_OK;
@@ -711,9 +746,9 @@ void Runner::fault(const Op &op) {
   if (expired)
     fail(sh_, seed_, "survivor: %s did not return within the bound of %.1f s although rank %d aborted (it returned %s after this rank's own abort)",
          call->what().c_str(), o.fault_bound, aborter, pg_status_name(st));
-  else if (st == PG_OK)
+  else if (st == PG_OK && !o.fault_late)  // late, MPI may match what the aborted call had posted
     fail(sh_, seed_, "survivor: %s returned PG_OK although rank %d never joined it", call->what().c_str(), aborter);
-  else if (o.fault_backend &&
+  else if (o.fault_backend && st != PG_OK &&
            (st != PG_ERR_BACKEND || message.find("rank " + std::to_string(aborter)) == std::string::npos))
     fail(sh_, seed_, "survivor: %s returned %s (\"%s\"), expected PG_ERR_BACKEND naming rank %d", call->what().c_str(),
          pg_status_name(st), message.c_str(), aborter);
@@ -852,6 +887,7 @@ int run(int argc, char **argv) {
         const std::uint64_t thread_seed = slot == 0 ? seed : hash(seed, 0x7ead, std::uint64_t(slot), 0);
         Rng draw(thread_seed ^ 0xfa17);
         draw.next();  // the aborting rank's draw (Runner::fault)
+        limits.fault_any = o.fault_late;
         if (o.fault) limits.fault_index = static_cast<long>(o.ops / 4 + draw.below(o.ops - o.ops / 4));
         // The operation above 2 GiB and the stalled one run on the world: the
         // first thread's.
