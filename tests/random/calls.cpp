@@ -507,7 +507,8 @@ void Call::prepare() {
     case Kind::count: break;
   }
   if (op_.kind != Kind::alltoallv) trace_count_ = n_;
-  what_ += std::string(": ") + text + " (group of " + std::to_string(P) + ", rank " + std::to_string(r) + ")";
+  what_ += std::string(": ") + text + (*text ? " " : "") + "(group of " + std::to_string(P) + ", rank " +
+           std::to_string(r) + ")";
 }
 
 // The soak's call above 2 GiB: an in-place uint8 sum of more than INT_MAX
