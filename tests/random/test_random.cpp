@@ -363,6 +363,13 @@ class Monitor {
 // ---------------------------------------------------------------------------
 // One program on one thread.
 
+// Buffers and works the library may still use after an abort (MPI cannot
+// cancel a collective): kept until the process exits (pg_strategy_abort).
+std::vector<std::unique_ptr<Call>> &kept() {
+  static auto *calls = new std::vector<std::unique_ptr<Call>>;
+  return *calls;
+}
+
 class Runner {
  public:
   Runner(Shared &sh, Monitor &monitor, int slot, std::uint64_t seed, const Limits &limits, const Sizes &sizes)
@@ -372,7 +379,12 @@ class Runner {
         seed_(seed),
         program_(seed, sizes, limits),
         local_(hash(seed, static_cast<std::uint64_t>(sh.world_rank), static_cast<std::uint64_t>(slot), 0x10ca1)),
-        limits_(limits) {}
+        limits_(limits) {
+    if (limits.fault_index >= 0) {
+      Rng draw(seed ^ 0xfa17);
+      aborter_ = static_cast<int>(draw.below(static_cast<std::uint64_t>(sh.world_size)));
+    }
+  }
 
   // Runs the program (in fault mode, up to the fault, where it ends).
   void run() {
@@ -391,6 +403,10 @@ class Runner {
       execute(op);
       settle(op);
       ++sh_.ops_run;
+      if (told_) {
+        end_all("survivor");
+        return;
+      }
     }
   }
 
@@ -412,6 +428,7 @@ class Runner {
 
   // After a call returned: its status and its results.
   void verify(const Call &call, pg_status st) {
+    if (told_early(call, st)) return;
     if (st != call.expected_status()) {
       fail(sh_, seed_, "%s: returned %s, expected %s: %s", call.what().c_str(), pg_status_name(st),
            pg_status_name(call.expected_status()), pg_last_error());
@@ -441,9 +458,14 @@ class Runner {
       const pg_status st = call->start();
       monitor_.end(slot_);
       verify(*call, st);
+      if (told_) kept().push_back(std::move(call));  // MPI may still use its buffers
       return;
     }
     const pg_status st = call->start();
+    if (told_early(*call, st)) {
+      kept().push_back(std::move(call));
+      return;
+    }
     if (st != PG_OK) {
       fail(sh_, seed_, "%s: the start returned %s: %s", call->what().c_str(), pg_status_name(st), pg_last_error());
       stop_job(*call);
@@ -552,6 +574,7 @@ class Runner {
       for (pg_status s : it->second.statuses)
         if (s != PG_OK) st = s;
       verify(*it->second.call, st);
+      if (told_) kept().push_back(std::move(it->second.call));
       pending_.erase(it);
     }
   }
@@ -575,6 +598,25 @@ class Runner {
   // Fault mode: this operation is where the drawn rank aborts (pg_strategy_abort)
   // and where its peers go on, into a collective it never joins.
   void fault(const Op &op);
+  // Fault mode: every strategy aborted, its works waited for, then destroyed
+  // (local after an abort, never blocking); `who` for the messages.
+  void end_all(const char *who);
+
+  // Fault mode: a call before the fault that failed because the aborting rank,
+  // ahead of this one, has aborted already (it finished its part of the call
+  // and went on; the alarm ends the call here: docs/errors.md). True when
+  // that is why `st` is a failure; the program then ends here.
+  bool told_early(const Call &call, pg_status st) {
+    if (aborter_ < 0 || st == PG_OK) return false;
+    const std::string message = pg_last_error();
+    if (!told_ && !(st == PG_ERR_BACKEND && message.find("rank " + std::to_string(aborter_)) != std::string::npos))
+      return false;
+    if (!told_)
+      std::printf("[rank %d] survivor: %s returned %s before the fault: %s\n", sh_.world_rank, call.what().c_str(),
+                  pg_status_name(st), message.c_str());
+    told_ = true;
+    return true;
+  }
 
   Shared &sh_;
   Monitor &monitor_;
@@ -584,57 +626,54 @@ class Runner {
   Rng local_;  // this rank's own stream: skew, wait order and manner
   Limits limits_;
   std::map<std::size_t, Pending> pending_;
+  int aborter_ = -1;     // fault mode: the rank that aborts
+  bool told_ = false;    // fault mode: this rank learned of the abort before the fault
 };
 
 // ---------------------------------------------------------------------------
 // Fault mode.
 
-// Buffers and works the library may still use after an abort (MPI cannot
-// cancel a collective): kept until the process exits (pg_strategy_abort).
-std::vector<std::unique_ptr<Call>> &kept() {
-  static auto *calls = new std::vector<std::unique_ptr<Call>>;
-  return *calls;
+
+void Runner::end_all(const char *who) {
+  const Options &o = sh_.options;
+  // Every strategy aborted (each rank stops at its own abort), its works
+  // waited for, then destroyed: local after an abort, never blocking.
+  for (Group &g : sh_.groups)
+    if (g.s) pg_strategy_abort(g.s);
+  for (auto &[index, p] : pending_) {
+    for (std::size_t k = 0; k < p.call->works().size(); ++k) {
+      if (p.settled[k]) continue;
+      const double start = now();
+      const pg_status st = pg_work_wait(p.call->works()[k], o.fault_bound);
+      if (st != PG_OK && st != PG_ERR_ABORTED && st != PG_ERR_BACKEND && st != PG_ERR_STATE)
+        fail(sh_, seed_, "%s: %s after the abort: %s returned %s", who, p.call->what().c_str(), "pg_work_wait",
+             pg_status_name(st));
+      if (now() - start > 1.0)
+        fail(sh_, seed_, "%s: %s: its wait took %.2f s after the abort", who, p.call->what().c_str(), now() - start);
+      if (st != PG_ERR_TIMEOUT) pg_work_free(p.call->works()[k]);
+    }
+    kept().push_back(std::move(p.call));
+  }
+  pending_.clear();
+  for (Group &g : sh_.groups) {
+    if (!g.s) continue;
+    const double start = now();
+    const pg_status st = pg_strategy_destroy(g.s);
+    g.s = nullptr;
+    if (st != PG_OK) fail(sh_, seed_, "%s: destroy after the abort returned %s: %s", who, pg_status_name(st), pg_last_error());
+    if (now() - start > 1.0) fail(sh_, seed_, "%s: destroy after the abort took %.2f s", who, now() - start);
+  }
 }
 
 void Runner::fault(const Op &op) {
   const Options &o = sh_.options;
-  Rng draw(seed_ ^ 0xfa17);
-  const int aborter = static_cast<int>(draw.below(static_cast<std::uint64_t>(sh_.world_size)));
+  const int aborter = aborter_;
   pg_strategy *s = group(op.strategy).s;
   const int me = sh_.world_rank;
   if (me == 0)
     std::printf("fault: rank %d aborts the %s at operation %s\n", aborter, strategy_name(op.strategy),
                 describe(op).c_str());
   std::fflush(stdout);
-  auto end_all = [&](const char *who) {
-    // Every strategy aborted (each rank stops at its own abort), its works
-    // waited for, then destroyed: local after an abort, never blocking.
-    for (Group &g : sh_.groups)
-      if (g.s) pg_strategy_abort(g.s);
-    for (auto &[index, p] : pending_) {
-      for (std::size_t k = 0; k < p.call->works().size(); ++k) {
-        if (p.settled[k]) continue;
-        const double start = now();
-        const pg_status st = pg_work_wait(p.call->works()[k], o.fault_bound);
-        if (st != PG_OK && st != PG_ERR_ABORTED && st != PG_ERR_BACKEND && st != PG_ERR_STATE)
-          fail(sh_, seed_, "%s: %s after the abort: %s returned %s", who, p.call->what().c_str(), "pg_work_wait",
-               pg_status_name(st));
-        if (now() - start > 1.0)
-          fail(sh_, seed_, "%s: %s: its wait took %.2f s after the abort", who, p.call->what().c_str(), now() - start);
-        if (st != PG_ERR_TIMEOUT) pg_work_free(p.call->works()[k]);
-      }
-      kept().push_back(std::move(p.call));
-    }
-    pending_.clear();
-    for (Group &g : sh_.groups) {
-      if (!g.s) continue;
-      const double start = now();
-      const pg_status st = pg_strategy_destroy(g.s);
-      g.s = nullptr;
-      if (st != PG_OK) fail(sh_, seed_, "%s: destroy after the abort returned %s: %s", who, pg_status_name(st), pg_last_error());
-      if (now() - start > 1.0) fail(sh_, seed_, "%s: destroy after the abort took %.2f s", who, now() - start);
-    }
-  };
 
   if (me == aborter && o.fault_late) {
     // The collective itself, aborted from another thread while it waits for
