@@ -93,7 +93,8 @@ Sizes Sizes::from_environment(std::size_t max_bytes, int ranks) {
 }
 
 std::string Sizes::describe() const {
-  std::string text = "sizes up to " + std::to_string(max_bytes) + " bytes around";
+  std::string text = "sizes up to " + std::to_string(max_bytes) + " bytes (" + std::to_string(large_percent) +
+                     " % above the largest threshold) around";
   for (std::size_t b : boundaries) text += " " + std::to_string(b);
   return text;
 }
@@ -115,6 +116,10 @@ pg_op Program::draw_op(pg_dtype dtype) {
 
 std::size_t Program::draw_bytes(pg_dtype dtype) {
   const std::size_t es = pg_dtype_size(dtype), max = sizes_.max_bytes;
+  if (sizes_.large_percent && !sizes_.boundaries.empty() && rng_.chance(sizes_.large_percent)) {
+    const std::size_t low = sizes_.boundaries.back();
+    return (low + static_cast<std::size_t>(rng_.below(max - low + 1))) / es * es;
+  }
   std::size_t bytes = 0;
   const std::uint64_t how = rng_.below(100);
   if (how < 10) {

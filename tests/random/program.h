@@ -99,6 +99,10 @@ struct Op {
 struct Sizes {
   std::vector<std::size_t> boundaries;  // bytes, sorted, at most max_bytes
   std::size_t max_bytes = 1 << 18;
+  // Sizes drawn between the largest threshold and max_bytes, in percent of
+  // all (0: none but those the other classes give; a value above 0 draws
+  // other programs from the same seed).
+  unsigned large_percent = 0;
   // The thresholds of every algorithm (docs/algorithms.md), read from the
   // PGS_FAIRRING_* and PGS_MPI_CHUNK_COUNT values this process sees, with
   // their defaults when unset; `ranks` is the world's size.

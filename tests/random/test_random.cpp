@@ -54,6 +54,7 @@ struct Options {
   double minutes = 0;            // soak: fresh seeds until this time has passed
   int threads = 1;
   std::size_t max_bytes = 64 << 10;
+  unsigned large_percent = 0;    // sizes drawn above every threshold, in percent
   unsigned in_flight = 6;
   double hang_bound = 30;        // a wait or blocking call longer than this is a hang
   unsigned skew_percent = 8;     // operations a rank starts late
@@ -74,7 +75,7 @@ struct Options {
 
 const char *const kUsage =
     "usage: test_random [--backend mpi|fairring|gloo|table|plain|NAME] [--seed S] [--ops N] [--seeds K]\n"
-    "       [--minutes M] [--threads 1|2] [--max-bytes B] [--in-flight N] [--hang-bound SECONDS]\n"
+    "       [--minutes M] [--threads 1|2] [--max-bytes B] [--large PERCENT] [--in-flight N] [--hang-bound SECONDS]\n"
     "       [--skew PERCENT,MS] [--big] [--fault] [--fault-late] [--fault-bound SECONDS] [--fault-expect any|backend]\n"
     "       [--end finalize|exit] [--stall-at OP] [--no-p2p] [--list]\n"
     "       [--strategies world,duplicate,split] [--wait-order own|same] [--kinds allreduce,barrier,...]\n";
@@ -109,6 +110,7 @@ bool parse(int argc, char **argv, Options *o, std::string *error) {
     else if (a == "--minutes") ok = number(&o->minutes);
     else if (a == "--threads") ok = whole(&u) && (u == 1 || u == 2) && (o->threads = int(u), true);
     else if (a == "--max-bytes") ok = whole(&u) && u > 0 && (o->max_bytes = u, true);
+    else if (a == "--large") ok = whole(&u) && u <= 100 && (o->large_percent = unsigned(u), true);
     else if (a == "--in-flight") ok = whole(&u) && u > 0 && (o->in_flight = unsigned(u), true);
     else if (a == "--hang-bound") ok = number(&d) && d > 0 && (o->hang_bound = d, true);
     else if (a == "--skew") ok = value(&v) && std::sscanf(v, "%u,%lf", &o->skew_percent, &o->skew_ms) == 2;
@@ -894,7 +896,8 @@ int run(int argc, char **argv) {
   for (auto [index, s] : {std::pair<int, pg_strategy *>{kWorld, world}, {kDuplicate, duplicate}, {kSplit, split}})
     sh.groups[static_cast<std::size_t>(index)] = Group{s, pg_strategy_size(s), pg_strategy_rank(s)};
 
-  const Sizes sizes = Sizes::from_environment(o.max_bytes, sh.world_size);
+  Sizes sizes = Sizes::from_environment(o.max_bytes, sh.world_size);
+  sizes.large_percent = o.large_percent;
   if (root) {
     char text[2048] = "";
     pg_strategy_describe(world, text, sizeof text);
