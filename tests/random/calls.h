@@ -1,0 +1,97 @@
+// One drawn operation as a library call on one strategy: its buffers, filled
+// from the operation's seed, the image every buffer must have afterwards
+// (computed here, from what every rank sent), the call itself, and the check.
+#ifndef PG_RANDOM_CALLS_H
+#define PG_RANDOM_CALLS_H
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "pg_strategy.h"
+#include "program.h"
+
+namespace pgr {
+
+// The strategy a call runs on, and this rank's place in it.
+struct Group {
+  pg_strategy *s = nullptr;
+  int size = 0, rank = 0;
+};
+
+class Call {
+ public:
+  Call(const Op &op, const Group &group);
+  Call(const Call &) = delete;
+  Call &operator=(const Call &) = delete;
+
+  // Whether this rank takes part (point-to-point pairs leave some out).
+  bool involved() const { return involved_; }
+  // Blocking: runs the call. Nonblocking: starts it (works()).
+  pg_status start();
+  std::vector<pg_work *> &works() { return works_; }
+  // An even collective on zero elements: it returns at once, a work of it
+  // finished when started (docs/algorithms.md, "Dispatch").
+  bool empty() const;
+  // The status every rank must get when the call went as it should.
+  pg_status expected_status() const;
+  // Compares every buffer with its expected image; "" when all match, else
+  // what differed first (buffer, element, expected, got) and how many did.
+  std::string check() const;
+  // The operation with the counts this group runs, the root, the peers.
+  const std::string &what() const { return what_; }
+  // The call's name and count as the flight recorder writes them
+  // (docs/trace.md): "allreduce", count (or this rank's elements).
+  const char *trace_name() const;
+  std::size_t trace_count() const { return trace_count_; }
+
+ private:
+  // A buffer the library gets, with guard bytes on both sides, and the image
+  // it must have afterwards; `undefined` byte ranges (of the region) may hold
+  // anything afterwards (in-place reduce_scatter's other blocks).
+  struct Buffer {
+    const char *name = "";
+    std::size_t bytes = 0;
+    std::vector<unsigned char> data, want;
+    std::vector<std::pair<std::size_t, std::size_t>> undefined;
+    unsigned char *at(std::size_t byte) { return data.data() + kGuard + byte; }
+    unsigned char *want_at(std::size_t byte) { return want.data() + kGuard + byte; }
+  };
+  static constexpr std::size_t kGuard = 64;
+
+  Buffer &buffer(const char *name, std::size_t bytes);
+  void freeze();  // the images start as the buffers are now
+  void prepare();
+  void prepare_big();
+  std::string check_big() const;
+  pg_status invoke_blocking();
+  pg_status invoke_nonblocking();
+
+  // Values: element i that rank `from` sends to rank `to` (data movement),
+  // and rank q's input to a reduction, written as the dtype.
+  void put_moved(unsigned char *p, int from, int to, std::size_t i) const;
+  void put_input(unsigned char *p, int q, std::size_t i) const;
+  // The reduction over the group's ranks of element i, written as the dtype.
+  void put_reduced(unsigned char *p, std::size_t i) const;
+
+  Op op_;
+  Group g_;
+  std::size_t es_;
+  bool involved_ = true;
+  int root_ = 0;
+  std::size_t n_ = 0;  // the even collectives' count (per block), point-to-point's count
+  int peer_ = -1, dest_ = -1, source_ = -1;
+  bool sends_first_ = false;
+  int tag_ = 0;
+  std::vector<std::size_t> counts_, displs_, counts2_, displs2_;  // the arrays the call gets
+  std::vector<Buffer> buffers_;
+  const void *send_ = nullptr;
+  void *recv_ = nullptr;
+  std::vector<pg_work *> works_;
+  std::string what_;
+  std::size_t trace_count_ = 0;
+};
+
+}  // namespace pgr
+
+#endif
