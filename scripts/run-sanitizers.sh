@@ -71,13 +71,14 @@ for args in "ordered" "fairring"; do
   echo "-- test_mixed_order $args"
   PGS_RANKS_PER_NODE=2 mpiexec -n 3 build-tsan/tests/mpi/test_mixed_order $args
 done
-# Random programs (tests/random): two threads on two fairring strategies; the
-# table backends' progress thread beside the caller; an abort from a second
-# thread while the aborting rank waits in a collective its peers reach later.
-# (mpi from two threads is left out: MPICH runs one thread's user-defined
-# reductions from the other's progress, under locks ThreadSanitizer cannot see.)
-for args in "--backend fairring --threads 2" "--backend table" "--backend plain" \
-            "--backend mpi --fault-late --fault-bound 2" "--backend fairring --fault-late --fault-bound 2 --strategies world"; do
+# Random programs (tests/random): two threads on two fairring strategies; an
+# abort from a second thread while the aborting rank waits in a collective its
+# peers reach later. Left out: mpi from two threads and the table backends
+# (their progress thread beside the caller), where MPICH runs one thread's
+# user-defined reductions (float16, bfloat16, 8-bit sums) inside the other's
+# MPI call, ordered by MPICH's own locks, which ThreadSanitizer cannot see.
+for args in "--backend fairring --threads 2" "--backend mpi --fault-late --fault-bound 2" \
+            "--backend fairring --fault-late --fault-bound 2 --strategies world"; do
   echo "-- test_random $args"
   mpiexec -n 2 build-tsan/tests/random/test_random $args --ops 200 --seed 3
 done

@@ -80,6 +80,23 @@ const char *const kUsage =
     "       [--end finalize|exit] [--stall-at OP] [--no-p2p] [--list]\n"
     "       [--strategies world,duplicate,split] [--wait-order own|same] [--kinds allreduce,barrier,...]\n";
 
+// A comma-separated list of names, each one of the `count` that name(k)
+// gives, into their indices (as T).
+template <typename T>
+bool names(const char *text, int count, const char *(*name)(T), std::vector<T> *out) {
+  out->clear();
+  for (std::string list = text; !list.empty();) {
+    const std::string item = list.substr(0, list.find(','));
+    list = item.size() < list.size() ? list.substr(item.size() + 1) : "";
+    int found = -1;
+    for (int k = 0; k < count; ++k)
+      if (item == name(static_cast<T>(k))) found = k;
+    if (found < 0) return false;
+    out->push_back(static_cast<T>(found));
+  }
+  return !out->empty();
+}
+
 bool parse(int argc, char **argv, Options *o, std::string *error) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -127,35 +144,11 @@ bool parse(int argc, char **argv, Options *o, std::string *error) {
     else if (a == "--stall-at") ok = whole(&u) && (o->stall_at = long(u), true);
     else if (a == "--no-p2p") o->point_to_point = false;
     else if (a == "--list") o->list = true;
-    else if (a == "--kinds") {
-      ok = value(&v);
-      o->kinds.clear();
-      for (std::string list = ok ? v : ""; ok && !list.empty();) {
-        const std::string name = list.substr(0, list.find(','));
-        list = name.size() < list.size() ? list.substr(name.size() + 1) : "";
-        int k = static_cast<int>(Kind::count);
-        for (int j = 0; j < static_cast<int>(Kind::count); ++j)
-          if (name == kind_name(static_cast<Kind>(j))) k = j;
-        ok = k < static_cast<int>(Kind::count);
-        if (ok) o->kinds.push_back(static_cast<Kind>(k));
-      }
-    }
+    else if (a == "--kinds") ok = value(&v) && names(v, static_cast<int>(Kind::count), kind_name, &o->kinds);
     else if (a == "--wait-order")
       ok = value(&v) && (std::strcmp(v, "own") == 0 || std::strcmp(v, "same") == 0) &&
            (o->same_order = std::strcmp(v, "same") == 0, true);
-    else if (a == "--strategies") {
-      ok = value(&v);
-      o->strategies.clear();
-      for (std::string list = ok ? v : ""; ok && !list.empty();) {
-        const std::string name = list.substr(0, list.find(','));
-        list = name.size() < list.size() ? list.substr(name.size() + 1) : "";
-        int k = kStrategies;
-        for (int j = 0; j < kStrategies; ++j)
-          if (name == strategy_name(j)) k = j;
-        ok = k < kStrategies;
-        if (ok) o->strategies.push_back(k);
-      }
-    }
+    else if (a == "--strategies") ok = value(&v) && names(v, kStrategies, strategy_name, &o->strategies);
     else ok = false;
     if (!ok) {
       *error = "bad argument '" + a + "'" + (v ? std::string(" '") + v + "'" : std::string());
