@@ -83,17 +83,20 @@ void poke_started(pg_strategy *s) {
 }
 
 // The progress hook (util/poll.h): a thread that waits moves the started
-// collectives of every strategy it started them on, other strategies' and
-// its own beside a point-to-point work. MPI moves its own requests inside any
-// call; fairring's fast path and schedule move only when tested, and a peer
-// may be waiting for one of them while this thread waits for that peer.
+// works of every strategy it started them on (collectives and
+// point-to-point), other strategies' and those beside the one it waits for.
+// fairring's fast path and schedule move only when tested, and MPI's requests
+// only while the process calls MPI (a rendezvous send waits for its sender);
+// a peer may be waiting for one of them while this thread waits for that peer.
 void move_started_elsewhere() {
   thread_local bool moving = false;
   if (moving) return;
   moving = true;
   const std::thread::id me = std::this_thread::get_id();
   runtime::for_each_live([me](pg_strategy *s) {
-    if (s->driver.load(std::memory_order_relaxed) == me) poke_started(s);
+    if (s->driver.load(std::memory_order_relaxed) != me) return;
+    for (const auto &[order, w] : s->works)
+      if (w->native && !w->adopted && !w->driving && !w->finished) drive(w, 0);
   });
   moving = false;
 }
@@ -420,8 +423,8 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
         if (s->trace) s->trace->end(w->trace_seq, st);
         return poison_on_failure(s, st);
       }
-      if (st == PG_OK && !is_point_to_point(a.coll)) {
-        w->watch = {watchdog::now_ns(), s->sequence, a.coll};
+      if (st == PG_OK) {
+        if (!is_point_to_point(a.coll)) w->watch = {watchdog::now_ns(), s->sequence, a.coll};
         s->driver.store(std::this_thread::get_id(), std::memory_order_relaxed);
         set_progress_hook(move_started_elsewhere);
       }
@@ -500,16 +503,27 @@ bool drive(pg_work *w, double timeout_s) {
 
 // Brings w up to date, waiting up to `timeout_s` (< 0: until it finishes);
 // true when it has finished. A work this thread does not move (queued, or
-// adopted by a queued task) is waited for.
+// adopted by a queued task) is waited for, while this thread moves its other
+// works every 200 us: the progress thread may be waiting for a peer that
+// waits for one of them.
 bool settle(pg_work *w, double timeout_s) {
   if (w->native && !w->adopted) return drive(w, timeout_s);
-  std::unique_lock<std::mutex> lock(w->mutex);
-  auto finished = [w] { return w->finished.load(); };
-  if (timeout_s < 0) {
-    w->finished_cv.wait(lock, finished);
-    return true;
+  constexpr std::chrono::microseconds kMoveEvery{200};
+  const auto start = std::chrono::steady_clock::now();
+  while (!w->finished) {
+    move_started_elsewhere();
+    auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(kMoveEvery);
+    if (timeout_s >= 0) {
+      const auto left = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(timeout_s)) -
+                        std::chrono::steady_clock::now();
+      if (left <= left.zero()) return w->finished;
+      wait = std::min(wait, left);
+    }
+    std::unique_lock<std::mutex> lock(w->mutex);
+    w->finished_cv.wait_for(lock, wait, [w] { return w->finished.load(); });
   }
-  return w->finished_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), finished);
+  return true;
 }
 
 // settle, after the collectives of its strategy started before w (works finish
