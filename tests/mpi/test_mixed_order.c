@@ -12,7 +12,9 @@
  * small allreduces and waits for a message rank 1 sends once both have
  * finished there (pg_irecv's work, then a blocking pg_recv), and starts two
  * on a duplicate of the strategy before a blocking allreduce on the first:
- * a rank that waits for anything moves the works it started.
+ * a rank that waits for anything moves the works it started. Last, two large
+ * allreduces that some ranks move further than others before the second
+ * starts.
  *
  * BACKEND "ordered" is a table backend registered here whose nonblocking
  * allreduces move only when tested and only in start order (as fairring's
@@ -141,6 +143,34 @@ static void run_waits_elsewhere(pg_strategy *s) {
     PG_TEST_STATUS(pg_work_free(w[k]), PG_OK);
   }
   PG_TEST_STATUS(pg_strategy_destroy(d), PG_OK);
+}
+
+/* Two large started allreduces that the ranks move unequally: every rank but
+ * rank 0 tests the first for a while before it starts the second (on
+ * irregular layouts the first's node step then finishes and its next step
+ * starts there first, while rank 0 starts the second before that); waited
+ * for last to first. Every rank's MPI calls must still match. */
+static void run_unequal_progress(pg_strategy *s) {
+  const int rank = pg_strategy_rank(s), size = pg_strategy_size(s);
+  float *in = malloc(kLarge * sizeof(float)), *out[2] = {malloc(kLarge * sizeof(float)), malloc(kLarge * sizeof(float))};
+  fill(in, kLarge, rank);
+  pg_work *w[2] = {NULL, NULL};
+  pg_test_step("two large started allreduces, the first tested for 50 ms before the second starts on ranks 1 and up");
+  PG_TEST_STATUS(pg_iallreduce(s, in, out[0], kLarge, PG_FLOAT32, PG_SUM, &w[0]), PG_OK);
+  if (rank != 0) {
+    const double until = MPI_Wtime() + 0.05;
+    int done = 0;
+    while (!done && MPI_Wtime() < until) PG_TEST_STATUS(pg_work_test(w[0], &done), PG_OK);
+  }
+  PG_TEST_STATUS(pg_iallreduce(s, in, out[1], kLarge, PG_FLOAT32, PG_SUM, &w[1]), PG_OK);
+  for (int k = 1; k >= 0; --k) {
+    PG_TEST_STATUS(pg_work_wait(w[k], 60.0), PG_OK);
+    PG_TEST_STATUS(pg_work_free(w[k]), PG_OK);
+    check_sum(out[k], kLarge, size, k ? "second" : "first");
+  }
+  free(in);
+  free(out[0]);
+  free(out[1]);
 }
 
 /* The "ordered" backend: request t finishes only once request t - 1 has. */
@@ -272,6 +302,7 @@ int main(int argc, char **argv) {
     run_order(s, 0, backend);
     run_order(s, 1, backend);
     run_waits_elsewhere(s);
+    run_unequal_progress(s);
     PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
   }
   const int failed = pg_test_verdict(MPI_COMM_WORLD, "test_mixed_order");

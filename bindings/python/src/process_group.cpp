@@ -61,10 +61,18 @@ Operation ProcessGroup::operation(const char *name, c10d::OpType type, const c10
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::launch(Operation op, const Call &call) {
   std::unique_lock<std::mutex> lock(comm_->mutex);
+  // A call refused at its start (a peer's failure, the abort) is the group's
+  // error too: errored() reports it.
+  const auto started = [&](pg_status st) {
+    if (st == PG_OK) return;
+    const std::string message = library_error(op.name, st);
+    comm_->record_error(message);
+    raise(message);
+  };
   pg_strategy *s = comm_->strategy(op.device);
   if (!op.device.is_cuda()) {
     pg_work *w = nullptr;
-    check(call(s, &w), op.name);
+    started(call(s, &w));
     lock.unlock();
     return c10::make_intrusive<Work>(comm_, w, std::move(op), rank_);
   }
@@ -72,7 +80,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::launch(Operation op, const Call &ca
   // the copies back run in that order on it.
   const c10::Stream stream = c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(op.device);
   check(pg_strategy_set_stream(s, stream.native_handle()), op.name);
-  check(call(s, nullptr), op.name);
+  started(call(s, nullptr));
   for (auto &copy : op.finish) copy();
   // Memory freed now may be reused only after the stream reaches this point.
   for (at::Tensor &t : op.keep) t.record_stream(stream);

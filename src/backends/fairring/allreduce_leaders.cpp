@@ -2,7 +2,10 @@
 // node reduces to its first rank, the first ranks of all nodes (rail 0)
 // allreduce, and each node broadcasts the result. Three steps, each started
 // as a request of the node's or the rail's instance once the one before it
-// has finished: the whole operation is nonblocking.
+// has finished: the whole operation is nonblocking. Several may be in
+// flight: each starts once the one before it has started its broadcast
+// (LeadersOrder), and waits for that without moving it (the library moves
+// the works started before).
 //
 // A first rank whose step across nodes fails returns the failure and never
 // broadcasts; its node's other ranks, waiting in the broadcast, learn of it
@@ -17,22 +20,42 @@ namespace {
 
 class Leaders final : public Request {
  public:
-  Leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail, bool fail_across)
+  Leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail, LeadersOrder &order, bool fail_across)
       : a_(a), local_(shape.local), node_index_(shape.node), rank_(shape.rank), size_(shape.size), node_(node),
-        rail_(rail), fail_across_(fail_across) {}
+        rail_(rail), order_(order), ticket_(order.issued++), fail_across_(fail_across) {}
 
-  pg_status start() {
+  // Starts the first step now when the allreduce before it has started its
+  // broadcast, else at a later test.
+  pg_status start() { return checked(begin_if_first()); }
+
+  pg_status test(bool *done) override {
+    *done = false;
+    return checked(advance(done));
+  }
+
+ private:
+  enum class Stage { waiting, reduce, across, broadcast };
+
+  pg_status begin_if_first() {
+    if (order_.broken)
+      return fail(PG_ERR_BACKEND, "fairring: an earlier allreduce (leaders) of this strategy failed; this one cannot run");
+    if (order_.broadcasting != ticket_) return PG_OK;
+    stage_ = Stage::reduce;
     const CollArgs reduce = CollArgs::reduction(Coll::reduce, a_.send, a_.recv, a_.count, a_.dtype, combining_op(a_.op), 0);
     return node_.start(reduce.placed(local_), &step_);
   }
 
-  pg_status test(bool *done) override {
-    *done = false;
+  pg_status advance(bool *done) {
     while (true) {
+      if (stage_ == Stage::waiting) {
+        PG_CHECK(begin_if_first());
+        if (stage_ == Stage::waiting) return PG_OK;
+      }
       bool finished = false;
       PG_CHECK(step_->test(&finished));
       if (!finished) return PG_OK;
       switch (stage_) {
+        case Stage::waiting: break;
         case Stage::reduce:
           if (local_ == 0) {
             stage_ = Stage::across;
@@ -59,27 +82,33 @@ class Leaders final : public Request {
     }
   }
 
- private:
-  enum class Stage { reduce, across, broadcast };
-
   pg_status broadcast() {
     stage_ = Stage::broadcast;
+    ++order_.broadcasting;  // the next allreduce may start: its steps come after this one's on both communicators
     return node_.start(CollArgs::movement(Coll::broadcast, nullptr, a_.recv, a_.count, a_.dtype, 0), &step_);
+  }
+
+  // A failure before the broadcast leaves the later allreduces unable to start.
+  pg_status checked(pg_status st) {
+    if (st != PG_OK && stage_ != Stage::broadcast) order_.broken = true;
+    return st;
   }
 
   const CollArgs a_;
   const int local_, node_index_, rank_, size_;  // this rank on its node, its node, in the strategy
   Backend &node_, &rail_;
+  LeadersOrder &order_;
+  const std::uint64_t ticket_;  // its place among the backend's leaders' allreduces
   const bool fail_across_;
-  Stage stage_ = Stage::reduce;
+  Stage stage_ = Stage::waiting;
   std::unique_ptr<Request> step_;  // the current step's request
 };
 
 }  // namespace
 
-pg_status start_leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail, bool fail_across,
-                        std::unique_ptr<Request> *out) {
-  auto op = std::make_unique<Leaders>(a, shape, node, rail, fail_across);
+pg_status start_leaders(const CollArgs &a, const Shape &shape, Backend &node, Backend &rail, LeadersOrder &order,
+                        bool fail_across, std::unique_ptr<Request> *out) {
+  auto op = std::make_unique<Leaders>(a, shape, node, rail, order, fail_across);
   PG_CHECK(op->start());
   *out = std::move(op);
   return PG_OK;

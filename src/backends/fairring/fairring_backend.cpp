@@ -172,7 +172,7 @@ class FairringBackend final : public Backend {
   }
 
   pg_status leaders(const CollArgs &a, std::unique_ptr<Request> *out) {
-    return start_leaders(a, shape_, *node_->backend, *rail_->backend, fails_across_, out);
+    return start_leaders(a, shape_, *node_->backend, *rail_->backend, leaders_order_, fails_across_, out);
   }
 
   std::unique_ptr<Request> hierarchical(const CollArgs &a) {
@@ -190,6 +190,7 @@ class FairringBackend final : public Backend {
 
   Settings settings_;
   bool fails_across_ = false;  // testing: this rank's steps across nodes fail (PGS_FAIRRING_FAULT)
+  LeadersOrder leaders_order_;
   Shape shape_;
   Situation situation_;
   const Memory *memory_ = nullptr;
