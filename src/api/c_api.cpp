@@ -217,10 +217,15 @@ pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **ou
     if (out) *out = nullptr;
     PG_CHECK(usable("pg_strategy_split", s));
     if (!out) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_strategy_split: out is NULL");
-    pg::CancelScope abortable(&s->aborted, s->alarm.get());
-    PG_CHECK(pg::check_peers(s));
-    pg::settle_started(s);
-    PG_CHECK(pg::check_peers(s));
+    {
+      pg::CancelScope abortable(&s->aborted, s->alarm.get());
+      PG_CHECK(pg::check_peers(s));
+      pg::settle_started(s);
+      // Every rank here before MPI_Comm_split, which cannot be interrupted: a
+      // polled agreement, which a failed or aborted peer's alarm ends.
+      PG_CHECK(pg::poison_on_failure(s, pg::agree(s->comm, PG_OK, std::string())));
+    }
+    // The new strategy's collective set-up runs to its end on every rank.
     return pg::split_strategy(s, color, key, out);
   });
 }

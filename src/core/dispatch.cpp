@@ -51,6 +51,7 @@ std::string missing_ranks(const std::vector<MPI_Request> &receives) {
 
 bool settle(pg_work *w, double timeout_s);
 bool drive(pg_work *w, double timeout_s);
+void try_drive(pg_work *w);
 
 // The strategy's started native collectives that no queued task has adopted:
 // a task queued now adopts them (it moves them to their end before it runs,
@@ -79,26 +80,13 @@ Until polled_by_caller(pg_strategy *s) {
 // peer may be waiting for one of them before it comes to this collective.
 void poke_started(pg_strategy *s) {
   for (const auto &[order, w] : s->works)
-    if (w->collective && w->native && !w->adopted && !w->driving && !w->finished) drive(w, 0);
+    if (w->collective && w->native && !w->adopted && !w->finished) try_drive(w);
 }
 
-// The progress hook (util/poll.h): a thread that waits moves the started
-// works of every strategy it started them on (collectives and
-// point-to-point), other strategies' and those beside the one it waits for.
-// fairring's fast path and schedule move only when tested, and MPI's requests
-// only while the process calls MPI (a rendezvous send waits for its sender);
-// a peer may be waiting for one of them while this thread waits for that peer.
-void move_started_elsewhere() {
-  thread_local bool moving = false;
-  if (moving) return;
-  moving = true;
-  const std::thread::id me = std::this_thread::get_id();
-  runtime::for_each_live([me](pg_strategy *s) {
-    if (s->driver.load(std::memory_order_relaxed) != me) return;
-    for (const auto &[order, w] : s->works)
-      if (w->native && !w->adopted && !w->driving && !w->finished) drive(w, 0);
-  });
-  moving = false;
+// The calling thread becomes the one whose waits move s's works (a strategy
+// may pass from thread to thread); not the progress thread.
+void claim(pg_strategy *s) {
+  if (!s->progress.on_thread()) s->driver.store(std::this_thread::get_id(), std::memory_order_relaxed);
 }
 
 // The buffers and requests of one fingerprint exchange: MPI's until every
@@ -348,6 +336,29 @@ pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a, std::uint64_t s
 
 }  // namespace
 
+// The progress hook (util/poll.h): a thread that waits moves the started
+// works of every strategy it started them on (collectives and
+// point-to-point), other strategies' and those beside the one it waits for.
+// fairring's fast path and schedule move only when tested, and MPI's requests
+// only while the process calls MPI (a rendezvous send waits for its sender);
+// a peer may be waiting for one of them while this thread waits for that peer.
+void move_started_elsewhere() {
+  thread_local bool moving = false;
+  if (moving) return;
+  moving = true;
+  const std::thread::id me = std::this_thread::get_id();
+  runtime::for_each_live([me](pg_strategy *s) {
+    if (s->driver.load(std::memory_order_relaxed) != me) return;
+    // Another thread that has taken the strategy over may be changing its works.
+    std::unique_lock<std::mutex> lock(s->works_mutex, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    CancelScope abortable(&s->aborted, s->alarm.get());  // that strategy's abort and alarm, not the wait's
+    for (const auto &[order, w] : s->works)
+      if (w->native && !w->adopted && !w->finished) try_drive(w);
+  });
+  moving = false;
+}
+
 void complete(pg_work *w, pg_status st, const std::string &error) {
   std::lock_guard<std::mutex> lock(w->mutex);
   if (w->finished) return;  // an aborted strategy's destroy got there first
@@ -384,8 +395,9 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   const pg_status entered = enter(s, args, local, false);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
   if (entered != PG_OK || trivial(args)) return op.end(entered);
+  claim(s);
   // Blocking collectives run after the work started before them.
-  s->progress.drain();
+  s->progress.drain(move_started_elsewhere);
   if (!is_point_to_point(args.coll)) settle_started(s);
   trace::Current current(s->trace.get(), op.seq());
   return op.end(execute(s, args, s->sequence));
@@ -425,7 +437,6 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
       }
       if (st == PG_OK) {
         if (!is_point_to_point(a.coll)) w->watch = {watchdog::now_ns(), s->sequence, a.coll};
-        s->driver.store(std::this_thread::get_id(), std::memory_order_relaxed);
         set_progress_hook(move_started_elsewhere);
       }
     }
@@ -454,7 +465,11 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
   }
   w->order = s->works_started++;
   w->collective = !is_point_to_point(args.coll);
-  s->works.emplace(w->order, w.get());
+  claim(s);
+  {
+    std::lock_guard<std::mutex> lock(s->works_mutex);
+    s->works.emplace(w->order, w.get());
+  }
   *out = w.release();
   return PG_OK;
 }
@@ -479,10 +494,11 @@ pg_status poll_native(pg_work *w, double timeout_s, bool *done) {
 }
 
 // Moves a native work on, until it finishes or `timeout_s` passes (< 0:
-// until it finishes): true when it has finished. Only the thread that owns
-// the work's request calls it: the caller's, or the progress thread once a
-// queued task has adopted the work.
-bool drive(pg_work *w, double timeout_s) {
+// until it finishes): true when it has finished. The thread that owns the
+// work's request calls it (the caller's, or the progress thread once a queued
+// task has adopted the work), or a wait of the thread that started it, one
+// round (try_drive); w->driving is held meanwhile.
+bool drive_held(pg_work *w, double timeout_s) {
   if (!w->finished && runtime::finalizing()) {
     // MPI may not be called any more: the request is given up, not tested
     // (destroying a request makes no MPI call once MPI is finalized).
@@ -491,14 +507,29 @@ bool drive(pg_work *w, double timeout_s) {
   }
   if (!w->finished) {
     bool done = false;
-    w->driving = true;
     pg_status st = poll_native(w, timeout_s, &done);
-    w->driving = false;
     if (!done) return false;
     if (w->strategy) poison_on_failure(w->strategy, st);
     complete(w, st, last_error());
   }
   return true;
+}
+
+// drive_held, once no other thread polls the work (another thread's wait may
+// be making one round on it).
+bool drive(pg_work *w, double timeout_s) {
+  while (w->driving.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+  const bool finished = drive_held(w, timeout_s);
+  w->driving.store(false, std::memory_order_release);
+  return finished;
+}
+
+// One round on a work that no thread polls now (a wait moving the thread's
+// other works; the work this thread polls itself is left alone).
+void try_drive(pg_work *w) {
+  if (w->driving.exchange(true, std::memory_order_acquire)) return;
+  drive_held(w, 0);
+  w->driving.store(false, std::memory_order_release);
 }
 
 // Brings w up to date, waiting up to `timeout_s` (< 0: until it finishes);
@@ -554,6 +585,7 @@ void settle_started(pg_strategy *s) {
 
 pg_status work_wait(pg_work *w, double timeout_s) {
   pg_strategy *s = w->strategy;
+  if (s) claim(s);
   CancelScope abortable(s ? &s->aborted : nullptr, s ? s->alarm.get() : nullptr);
   if (!settle_in_order(w, timeout_s))
     return fail(PG_ERR_TIMEOUT, "the work has not finished after %g s; wait again", timeout_s);
@@ -562,6 +594,7 @@ pg_status work_wait(pg_work *w, double timeout_s) {
 
 pg_status work_test(pg_work *w, int *done) {
   pg_strategy *s = w->strategy;
+  if (s) claim(s);
   CancelScope abortable(s ? &s->aborted : nullptr, s ? s->alarm.get() : nullptr);
   *done = settle_in_order(w, 0);  // an unfinished work is not a failure: the last error stays
   if (!*done || w->status == PG_OK) return PG_OK;
@@ -571,7 +604,12 @@ pg_status work_test(pg_work *w, int *done) {
 pg_status work_free(pg_work *w) {
   if (!settle(w, 0)) return fail(PG_ERR_STATE, "the work has not finished; wait for it before freeing it");
   keep_stage_if_failed(w->status, &w->stage);
-  if (w->strategy) w->strategy->works.erase(w->order);
+  if (w->strategy) {
+    std::lock_guard<std::mutex> lock(w->strategy->works_mutex);
+    w->strategy->works.erase(w->order);
+  }
+  // complete() may still hold the lock, on the thread that finished w.
+  { std::lock_guard<std::mutex> lock(w->mutex); }
   delete w;
   return PG_OK;
 }

@@ -13,10 +13,16 @@ void Progress::submit(std::function<void()> task) {
   wake_.notify_one();
 }
 
-void Progress::drain() {
+void Progress::drain(void (*meanwhile)()) {
   if (outstanding_.load() == 0) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  const auto empty = [this] { return queue_.empty() && !busy_; };
+  if (!meanwhile) return idle_.wait(lock, empty);
+  while (!idle_.wait_for(lock, std::chrono::microseconds(200), empty)) {
+    lock.unlock();
+    meanwhile();
+    lock.lock();
+  }
 }
 
 bool Progress::idle() { return outstanding_.load() == 0; }

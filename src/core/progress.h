@@ -21,8 +21,9 @@ class Progress {
 
   // Queues a task; the thread starts with the first one.
   void submit(std::function<void()> task);
-  // Waits until every queued task has run.
-  void drain();
+  // Waits until every queued task has run; `meanwhile`, when given, is called
+  // every 200 us of the wait.
+  void drain(void (*meanwhile)() = nullptr);
   bool idle();
   // Whether the calling thread is this progress thread.
   bool on_thread() const { return std::this_thread::get_id() == thread_.get_id(); }

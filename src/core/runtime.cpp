@@ -3,12 +3,13 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <set>
+#include <vector>
 #include <thread>
 
 #include "core/strategy.h"
@@ -21,14 +22,14 @@ namespace {
 
 std::mutex g_mutex;
 std::atomic<bool> g_finalizing{false};
-std::set<pg_strategy *> g_live;
+std::vector<pg_strategy *> g_live;  // in the order they were made
 int g_level = MPI_THREAD_SINGLE;
 
 // Runs inside MPI_Finalize (an attribute on MPI_COMM_SELF is deleted first
 // thing): progress threads must stop while MPI still works.
 int on_finalize(MPI_Comm, int, void *, void *) {
   g_finalizing = true;
-  std::set<pg_strategy *> live;
+  std::vector<pg_strategy *> live;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     live = g_live;
@@ -68,12 +69,14 @@ pid_t g_owner = 0;
 // the parent's communicators, windows and PMI connection.
 void finalize_owned() {
   if (getpid() != g_owner) return;
-  std::set<pg_strategy *> live;
+  std::vector<pg_strategy *> live;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     live = g_live;
   }
-  for (pg_strategy *s : live) pg_strategy_destroy(s);
+  // Every rank destroys them in one order (each destroy may wait for its
+  // peers): the last made first, so a split goes before its parent.
+  for (auto s = live.rbegin(); s != live.rend(); ++s) pg_strategy_destroy(*s);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
@@ -153,12 +156,12 @@ bool mpi_alive() {
 
 void track(pg_strategy *s) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_live.insert(s);
+  g_live.push_back(s);
 }
 
 void untrack(pg_strategy *s) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_live.erase(s);
+  g_live.erase(std::remove(g_live.begin(), g_live.end(), s), g_live.end());
 }
 
 void for_each_live(const std::function<void(pg_strategy *)> &fn) {

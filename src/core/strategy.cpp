@@ -374,6 +374,7 @@ pg_status destroy_strategy(pg_strategy *s) {
   if (s->aborted) return destroy_alone(s, recorder);
   trace::Op op(s, static_cast<std::uint8_t>(trace::Event::destroy), nullptr, 0);
   runtime::untrack(s);
+  s->progress.drain(move_started_elsewhere);  // a queued task may wait for a peer that waits for those
   s->progress.stop();
   const bool alive = runtime::mpi_alive();
   const pg_status result = finish_works(s, alive);

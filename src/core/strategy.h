@@ -74,8 +74,10 @@ struct pg_strategy {
   pg::Progress progress;           // queued nonblocking work (dispatch.cpp)
   // Works not yet freed, by start number; destroy finishes them first, in order.
   std::map<std::uint64_t, pg_work *> works;
-  // The thread that started the latest native collective work: its waits on
-  // anything else move the strategy's works too (dispatch.cpp).
+  // Held while `works` changes, and while another thread's wait walks it.
+  std::mutex works_mutex;
+  // The thread that called into the strategy last: its waits on anything
+  // else move the strategy's works too (dispatch.cpp).
   std::atomic<std::thread::id> driver{};
   std::uint64_t works_started = 0;
   pg::Memory memory;               // pg_mem_alloc's buffers (c_api.cpp)
@@ -106,7 +108,8 @@ struct pg_work {
   // A native work that a queued task adopted: the progress thread moves it
   // to its end (dispatch.cpp); the caller's thread no longer tests it.
   bool adopted = false;
-  bool driving = false;  // its own thread is polling it: a nested move leaves it alone
+  // A thread is polling its request: no other (a progress hook) tests it meanwhile.
+  std::atomic<bool> driving{false};
   pg_status status = PG_OK;
   std::string error;
   std::vector<char> stage;                       // staging for in-place alltoall
@@ -154,6 +157,9 @@ pg_status check_peers(pg_strategy *s);
 // waiting for them here keeps every rank's order the same whatever the
 // backend (fairring's advance only when waited for).
 void settle_started(pg_strategy *s);
+// The progress hook: moves the started works of the strategies the calling
+// thread called into last, which a peer may be waiting for (dispatch.cpp).
+void move_started_elsewhere();
 
 // Marks w finished with `st` (and its message) and wakes its waiters.
 void complete(pg_work *w, pg_status st, const std::string &error);

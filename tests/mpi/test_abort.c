@@ -1,6 +1,6 @@
 /* pg_strategy_abort from another thread ends a call blocked on a peer that
  * does not come, and the peers of the aborted rank learn of it:
- *   test_abort BACKEND COUNT blocking|work [late|blocked]
+ *   test_abort BACKEND COUNT blocking|work|mem_alloc|split [late|blocked]
  * late (the default): rank 0 enters an allreduce of COUNT doubles (blocking,
  * or a work it waits for) that rank 1 joins only 2 s later; a second thread
  * of rank 0 aborts the strategy after 300 ms. The call returns PG_ERR_ABORTED
@@ -16,7 +16,8 @@
  * within 1 s of the abort.
  * mem_alloc (in place of blocking|work, with blocked): rank 1's call is a
  * pg_mem_alloc made after rank 0's abort (blocked in MPI's window allocation
- * it could not learn of it): it returns PG_ERR_BACKEND naming rank 0.
+ * it could not learn of it): it returns PG_ERR_BACKEND naming rank 0; split,
+ * the same with pg_strategy_split (blocked in MPI_Comm_split).
  * Run on one node (the node's shared word) and on nodes of one rank
  * (PGS_RANKS_PER_NODE=1: a notice over MPI). The buffer stays allocated: MPI
  * may still use it (the contract of pg_strategy_abort). */
@@ -76,10 +77,11 @@ int main(int argc, char **argv) {
   }
   char *end = NULL;
   const size_t count = (size_t)strtoull(argv[2], &end, 10);
-  const int work = strcmp(argv[3], "work") == 0, mem_alloc = strcmp(argv[3], "mem_alloc") == 0;
+  const int work = strcmp(argv[3], "work") == 0, mem_alloc = strcmp(argv[3], "mem_alloc") == 0,
+            split = strcmp(argv[3], "split") == 0;
   const int blocked = argc > 4 && strcmp(argv[4], "blocked") == 0;
-  if (!PG_TEST_TRUE(*end == '\0' && count > 0 && (work || mem_alloc || strcmp(argv[3], "blocking") == 0),
-                    "usage: test_abort BACKEND COUNT blocking|work|mem_alloc (COUNT a positive number): got %s %s %s", argv[1],
+  if (!PG_TEST_TRUE(*end == '\0' && count > 0 && (work || mem_alloc || split || strcmp(argv[3], "blocking") == 0),
+                    "usage: test_abort BACKEND COUNT blocking|work|mem_alloc|split (COUNT a positive number): got %s %s %s", argv[1],
                     argv[2], argv[3]))
     return pg_test_verdict(MPI_COMM_WORLD, "test_abort");
   pg_strategy *s = NULL;
@@ -102,6 +104,12 @@ int main(int argc, char **argv) {
         void *p = NULL;
         const pg_status st = pg_mem_alloc(s, count * sizeof(double), &p);
         PG_TEST_TRUE(st == PG_ERR_BACKEND && strstr(pg_last_error(), "rank 0 aborted") && p == NULL,
+                     "rank 1 learns of rank 0's abort: %s: %s", pg_status_name(st), pg_last_error());
+      } else if (split) {
+        sleep_s(0.6);
+        pg_strategy *part = NULL;
+        const pg_status st = pg_strategy_split(s, 0, 0, &part);
+        PG_TEST_TRUE(st == PG_ERR_BACKEND && strstr(pg_last_error(), "rank 0 aborted") && part == NULL,
                      "rank 1 learns of rank 0's abort: %s: %s", pg_status_name(st), pg_last_error());
       } else {
         const pg_status st = allreduce(s, buf, count, work);
