@@ -133,6 +133,10 @@ class Backend {
   // Blocking. PG_ERR_UNSUPPORTED, returned before communicating, sends the
   // operation to the device's default backend.
   virtual pg_status run(const CollArgs &args) = 0;
+  // Whether `run` waits in the library's polls (util/poll.h), which move the
+  // calling thread's other works: the built-in backends do, a table's call
+  // does not return to the library until it ends.
+  virtual bool polls() const { return true; }
   // Native nonblocking start. PG_ERR_UNSUPPORTED: the library runs `run`
   // asynchronously itself (progress thread), or inline below MPI_THREAD_MULTIPLE.
   virtual pg_status start(const CollArgs &args, std::unique_ptr<Request> *out);

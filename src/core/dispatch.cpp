@@ -389,6 +389,49 @@ std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
   return is_point_to_point(a.coll) ? 0 : s->sequence;
 }
 
+namespace {
+
+// Whether this thread has started works that have not finished, on any strategy.
+bool thread_has_started_works() {
+  bool any = false;
+  const std::thread::id me = std::this_thread::get_id();
+  runtime::for_each_live([&](pg_strategy *s) {
+    if (any || s->driver.load(std::memory_order_relaxed) != me) return;
+    std::lock_guard<std::mutex> lock(s->works_mutex);
+    for (const auto &[order, w] : s->works) any = any || (w->native && !w->adopted && !w->finished);
+  });
+  return any;
+}
+
+// A blocking call into a backend that does not poll (a table's) would leave
+// the works this thread started unmoved while it runs, and a peer may wait for
+// one of them before it comes to this call (a rendezvous send needs its
+// sender to call MPI; a point-to-point work is not finished before a
+// collective). At MPI_THREAD_MULTIPLE such a collective runs on the progress
+// thread while this thread waits for it, moving them. (Not point-to-point:
+// a composed sendrecv queues its send on that thread.)
+bool run_beside(pg_strategy *s, const CollArgs &a) {
+  if (runtime::thread_level() < MPI_THREAD_MULTIPLE || is_point_to_point(a.coll)) return false;
+  Instance *inst = nullptr;
+  if (pick(s, a.coll, &inst) != PG_OK || inst->backend->polls()) return false;
+  return thread_has_started_works();
+}
+
+pg_status execute_beside(pg_strategy *s, const CollArgs &a, std::uint64_t trace_seq) {
+  pg_work w;  // the call's own, in no strategy's list
+  const std::uint64_t sequence = s->sequence;
+  s->progress.submit([s, &w, a, sequence, trace_seq] {
+    CancelScope abortable(&s->aborted, s->alarm.get());
+    trace::Current current(s->trace.get(), trace_seq);
+    complete(&w, execute(s, a, sequence), last_error());
+  });
+  settle(&w, -1);
+  { std::lock_guard<std::mutex> lock(w.mutex); }  // complete() lets go of it first
+  return w.status == PG_OK ? PG_OK : fail_message(w.status, w.error);
+}
+
+}  // namespace
+
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   CancelScope abortable(&s->aborted, s->alarm.get());
   PG_CHECK(check_peers(s));
@@ -400,6 +443,7 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   s->progress.drain(move_started_elsewhere);
   if (!is_point_to_point(args.coll)) settle_started(s);
   trace::Current current(s->trace.get(), op.seq());
+  if (run_beside(s, args)) return op.end(execute_beside(s, args, op.seq()));
   return op.end(execute(s, args, s->sequence));
 }
 
@@ -608,8 +652,10 @@ pg_status work_free(pg_work *w) {
     std::lock_guard<std::mutex> lock(w->strategy->works_mutex);
     w->strategy->works.erase(w->order);
   }
-  // complete() may still hold the lock, on the thread that finished w.
+  // The thread that finished w may still be letting go of it: complete() of
+  // its lock, drive() of w->driving.
   { std::lock_guard<std::mutex> lock(w->mutex); }
+  while (w->driving.load(std::memory_order_acquire)) std::this_thread::yield();
   delete w;
   return PG_OK;
 }

@@ -80,6 +80,8 @@ class TableBackend final : public Backend {
     return false;
   }
 
+  bool polls() const override { return false; }
+
   pg_status run(const CollArgs &a) override {
     log::Capture logged;
     pg_status st = PG_ERR_UNSUPPORTED;
