@@ -66,8 +66,10 @@ typedef struct pg_backend_context {
  *   the caller (below MPI_THREAD_MULTIPLE send completes before recv starts);
  * - `test` of a started iallreduce may be called by the user's thread while
  *   another operation runs on the progress thread (a nonblocking call the
- *   backend has no nonblocking entry for).
- * A backend with iallreduce must allow those two at once. */
+ *   backend has no nonblocking entry for, or a blocking collective, which runs
+ *   there while the calling thread has started works to move).
+ * A backend with iallreduce must allow those two at once. Any operation may
+ * be called on the progress thread. */
 typedef struct pg_backend_ops {
   uint32_t abi_version;   /* PG_BACKEND_ABI_VERSION */
   size_t struct_size;     /* sizeof(pg_backend_ops) the backend was built with */
