@@ -412,8 +412,8 @@ bool thread_has_started_works() {
 // a composed sendrecv queues its send on that thread.)
 bool run_beside(pg_strategy *s, const CollArgs &a) {
   if (runtime::thread_level() < MPI_THREAD_MULTIPLE || is_point_to_point(a.coll)) return false;
-  Instance *inst = nullptr;
-  if (pick(s, a.coll, &inst) != PG_OK || inst->backend->polls()) return false;
+  // What the device default serves polls; picking it could make it (collectively).
+  if (delegates(s, a.coll) || s->primary->backend->polls()) return false;
   return thread_has_started_works();
 }
 
