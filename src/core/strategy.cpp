@@ -320,16 +320,7 @@ bool everyone_destroys(pg_strategy *s) {
   MPI_Request barrier = MPI_REQUEST_NULL;
   if (MPI_Ibarrier(s->comm, &barrier) != MPI_SUCCESS) return false;
   CancelScope watched(nullptr, s->alarm.get());
-  bool done = false;
-  const pg_status st = poll(
-      [&barrier](bool *d) {
-        int arrived = 0;
-        PG_MPI_CHECK(MPI_Test(&barrier, &arrived, MPI_STATUS_IGNORE));
-        *d = arrived != 0;
-        return PG_OK;
-      },
-      Until{}, &done);
-  return st == PG_OK;  // else the barrier is left unfinished: it holds no buffer
+  return poll_request(&barrier) == PG_OK;  // else the barrier is left unfinished: it holds no buffer
 }
 
 // destroy where not every rank frees collectively (after pg_strategy_abort,

@@ -37,21 +37,25 @@ pg_status worst_status(MPI_Comm comm, int mine, int *worst) {
   auto cells = std::make_shared<std::array<int, 2>>(std::array<int, 2>{mine, 0});
   MPI_Request request = MPI_REQUEST_NULL;
   PG_MPI_CHECK(MPI_Iallreduce(&(*cells)[0], &(*cells)[1], 1, MPI_INT, MPI_MAX, comm, &request));
-  bool done = false;
-  const pg_status st = poll(
-      [&request](bool *d) {
-        int finished = 0;
-        PG_MPI_CHECK(MPI_Test(&request, &finished, MPI_STATUS_IGNORE));
-        *d = finished != 0;
-        return PG_OK;
-      },
-      Until{}, &done);
+  const pg_status st = poll_request(&request);
   if (request != MPI_REQUEST_NULL) keep_until_exit(cells);
   *worst = (*cells)[1];
   return st;
 }
 
 }  // namespace
+
+pg_status poll_request(MPI_Request *request) {
+  bool done = false;
+  return poll(
+      [request](bool *d) {
+        int finished = 0;
+        PG_MPI_CHECK(MPI_Test(request, &finished, MPI_STATUS_IGNORE));
+        *d = finished != 0;
+        return PG_OK;
+      },
+      Until{}, &done);
+}
 
 pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message) {
   int mine = static_cast<int>(local), worst = 0;

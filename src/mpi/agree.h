@@ -11,6 +11,10 @@
 
 namespace pg {
 
+// Polls `request` until it finishes (util/poll.h): the thread's CancelScope
+// (an abort, a peer's alarm) may end the wait first, leaving it active.
+pg_status poll_request(MPI_Request *request);
+
 // Every rank's string, in rank order (collective).
 pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<std::string> *all);
 
