@@ -9,36 +9,57 @@
 
 namespace pg {
 
+namespace {
+
+// Waits for a nonblocking collective of the agreement, polled (the thread's
+// CancelScope may end the wait: a peer that aborted or failed); what MPI may
+// still write then, `held`, is kept until exit.
+pg_status finish(MPI_Request *request, std::shared_ptr<void> held) {
+  const pg_status st = poll_request(request);
+  if (*request != MPI_REQUEST_NULL) keep_until_exit(std::move(held));
+  return st;
+}
+
+}  // namespace
+
 pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<std::string> *all) {
   int size = 0;
   PG_MPI_CHECK(MPI_Comm_size(comm, &size));
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(size), displs(size);
-  PG_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm));
+  struct Buffers {
+    int len = 0;
+    std::vector<int> lens, displs;
+    std::string mine, joined;
+  };
+  auto b = std::make_shared<Buffers>();
+  b->mine = mine;
+  b->len = static_cast<int>(mine.size());
+  b->lens.resize(size);
+  b->displs.resize(size);
+  MPI_Request request = MPI_REQUEST_NULL;
+  PG_MPI_CHECK(MPI_Iallgather(&b->len, 1, MPI_INT, b->lens.data(), 1, MPI_INT, comm, &request));
+  PG_CHECK(finish(&request, b));
   int total = 0;
   for (int r = 0; r < size; ++r) {
-    displs[r] = total;
-    total += lens[r];
+    b->displs[r] = total;
+    total += b->lens[r];
   }
-  std::string joined(static_cast<std::size_t>(total), '\0');
-  PG_MPI_CHECK(MPI_Allgatherv(mine.data(), len, MPI_CHAR, &joined[0], lens.data(), displs.data(),
-                              MPI_CHAR, comm));
+  b->joined.assign(static_cast<std::size_t>(total), '\0');
+  PG_MPI_CHECK(MPI_Iallgatherv(b->mine.data(), b->len, MPI_CHAR, &b->joined[0], b->lens.data(), b->displs.data(),
+                               MPI_CHAR, comm, &request));
+  PG_CHECK(finish(&request, b));
   all->clear();
-  for (int r = 0; r < size; ++r) all->push_back(joined.substr(displs[r], lens[r]));
+  for (int r = 0; r < size; ++r) all->push_back(b->joined.substr(b->displs[r], b->lens[r]));
   return PG_OK;
 }
 
 namespace {
 
-// The worst status of every rank, polled: a peer that aborted or failed (the
-// thread's CancelScope) ends the wait, and the cells MPI may still write are
-// then kept. Once every rank has come this far, the rest of agree cannot hang.
+// The worst status of every rank.
 pg_status worst_status(MPI_Comm comm, int mine, int *worst) {
   auto cells = std::make_shared<std::array<int, 2>>(std::array<int, 2>{mine, 0});
   MPI_Request request = MPI_REQUEST_NULL;
   PG_MPI_CHECK(MPI_Iallreduce(&(*cells)[0], &(*cells)[1], 1, MPI_INT, MPI_MAX, comm, &request));
-  const pg_status st = poll_request(&request);
-  if (request != MPI_REQUEST_NULL) keep_until_exit(cells);
+  const pg_status st = finish(&request, cells);
   *worst = (*cells)[1];
   return st;
 }
@@ -64,8 +85,12 @@ pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message
 
   int size = 0;
   PG_MPI_CHECK(MPI_Comm_size(comm, &size));
-  std::vector<int> statuses(size);
-  PG_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, statuses.data(), 1, MPI_INT, comm));
+  auto gathered = std::make_shared<std::vector<int>>(size + 1);  // [size]: this rank's, sent
+  std::vector<int> &statuses = *gathered;
+  statuses[size] = mine;
+  MPI_Request request = MPI_REQUEST_NULL;
+  PG_MPI_CHECK(MPI_Iallgather(&statuses[size], 1, MPI_INT, statuses.data(), 1, MPI_INT, comm, &request));
+  PG_CHECK(finish(&request, gathered));
   std::vector<std::string> messages;
   PG_CHECK(allgather_strings(comm, local == PG_OK ? std::string() : local_message, &messages));
 

@@ -15,6 +15,10 @@ namespace pg {
 // (an abort, a peer's alarm) may end the wait first, leaving it active.
 pg_status poll_request(MPI_Request *request);
 
+// The agreements below are polled collectives (poll_request): in a
+// CancelScope a peer's abort or failure ends them, and the buffers MPI may
+// still write are kept until exit.
+
 // Every rank's string, in rank order (collective).
 pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<std::string> *all);
 
