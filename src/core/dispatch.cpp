@@ -1,6 +1,7 @@
 // Running operations: the PGS_DEBUG check, ordering with nonblocking work,
 // delegation to the device default, poisoning, the watchdog, and works.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -159,7 +160,11 @@ pg_status check_counts(pg_strategy *s, const CollArgs &a) {
   const std::size_t p = static_cast<std::size_t>(s->size), me = static_cast<std::size_t>(s->rank);
   const std::size_t root = static_cast<std::size_t>(a.root);
   const VCounts &v = *a.v;
-  std::vector<std::uint64_t> sends(p, 0), expects(p, 0), arriving(p, 0);
+  // What MPI reads and writes: kept until exit if the wait ends early.
+  auto exchanged = std::make_shared<std::array<std::vector<std::uint64_t>, 2>>();
+  std::vector<std::uint64_t> &sends = (*exchanged)[0], &arriving = (*exchanged)[1], expects(p, 0);
+  sends.assign(p, 0);
+  arriving.assign(p, 0);
   switch (a.coll) {
     case Coll::allgatherv:
       std::fill(sends.begin(), sends.end(), a.count);
@@ -184,7 +189,11 @@ pg_status check_counts(pg_strategy *s, const CollArgs &a) {
     default:
       return PG_OK;
   }
-  PG_MPI_CHECK(MPI_Alltoall(sends.data(), 1, MPI_UINT64_T, arriving.data(), 1, MPI_UINT64_T, s->comm));
+  MPI_Request request = MPI_REQUEST_NULL;
+  PG_MPI_CHECK(MPI_Ialltoall(sends.data(), 1, MPI_UINT64_T, arriving.data(), 1, MPI_UINT64_T, s->comm, &request));
+  const pg_status exchange = poll_request(&request);
+  if (request != MPI_REQUEST_NULL) keep_until_exit(exchanged);
+  PG_CHECK(exchange);
   pg_status local = PG_OK;
   for (std::size_t q = 0; q < p && local == PG_OK; ++q)
     if (arriving[q] != expects[q])
