@@ -37,7 +37,8 @@
  * - MPI ownership: if the application initialized MPI, the library never
  *   finalizes it. Otherwise the first pg_strategy_create initializes it
  *   (MPI_THREAD_MULTIPLE) and the library finalizes it at exit, after destroying
- *   the strategies still alive; a child the process forks does neither at its
+ *   the strategies still alive (the last made first, the same order on every
+ *   rank: each destroy may wait for its peers); a child the process forks does neither at its
  *   exit (the strategies and MPI stay the parent's). A strategy destroyed
  *   after the application's MPI_Finalize frees its memory and makes no MPI call.
  */
