@@ -8,7 +8,9 @@
 #
 # Passes when every rank reports OK, the job sees 2 nodes (fairring's plan for
 # torchrun, the node count for copies) and at least a megabyte crossed the host
-# links. Exit 77 when the cluster cannot be made here (the reason is printed).
+# links (a job still in MPI_Finalize 10 s after every verdict is ended and
+# counted, as tests/cluster/run_on_cluster.sh does). Exit 77 when the cluster
+# cannot be made here (the reason is printed).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=$1
@@ -51,6 +53,37 @@ case $mode in
     done ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
+# The ranks whose verdict (printed before MPI_Finalize, agreed by every rank)
+# is missing from the logs.
+missing_verdicts() {
+  local all rank
+  all=$(cat "$log".* 2>/dev/null)
+  for rank in 0 1 2 3; do
+    if [ "$mode" = torchrun ]; then
+      grep -q "torch_job: rank $rank of 4, backend 'fairring' (PGS_BACKEND): OK" <<<"$all" || echo "rank $rank not OK"
+    else
+      grep -q "launch_job: rank $rank of 4, node $((rank / 2)) of 2, backend fairring: OK" <<<"$all" ||
+        echo "rank $rank not OK on node $((rank / 2)) of 2"
+    fi
+  done
+}
+# Wait for the job to end, or for every rank's verdict and a grace period:
+# MPICH 4.0.2 can hang in MPI_Finalize over UCX's TCP transport
+# (docs/known-issues.md); a job still there 10 s after every rank reported has
+# done its work, and the harness ends it and says so.
+hung=0 seen_at=""
+while :; do
+  alive=0
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+  [ $alive -eq 1 ] || break
+  if [ -z "$seen_at" ] && [ -z "$(missing_verdicts)" ]; then seen_at=$SECONDS; fi
+  if [ -n "$seen_at" ] && [ $((SECONDS - seen_at)) -gt 10 ]; then
+    hung=1
+    pkill -TERM -f -- "^timeout [0-9]+ .*$job"  # timeout passes it on to the job
+    break
+  fi
+  sleep 0.5
+done
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 crossed=$(( $(cluster_link_bytes) - before ))
@@ -58,16 +91,13 @@ cat "$log".*
 echo "----"
 echo "cluster: 2 hosts x 2 processes, $mode; $crossed bytes crossed the host links"
 problems=()
-[ $status -eq 0 ] || problems+=("a process failed")
+if [ $hung -eq 1 ]; then
+  echo "finalize: still in MPI_Finalize 10 s after every verdict, ended by the harness (a known MPICH 4.0.2 defect over TCP); verdicts counted"
+else
+  [ $status -eq 0 ] || problems+=("a process failed")
+fi
+while read -r problem; do [ -n "$problem" ] && problems+=("$problem"); done < <(missing_verdicts)
 all=$(cat "$log".*)
-for rank in 0 1 2 3; do
-  if [ "$mode" = torchrun ]; then
-    grep -q "torch_job: rank $rank of 4, backend 'fairring' (PGS_BACKEND): OK" <<<"$all" || problems+=("rank $rank not OK")
-  else
-    grep -q "launch_job: rank $rank of 4, node $((rank / 2)) of 2, backend fairring: OK" <<<"$all" ||
-      problems+=("rank $rank not OK on node $((rank / 2)) of 2")
-  fi
-done
 [ "$mode" = copies ] || grep -q "fairring plan: 2 nodes x 2 ranks per node" <<<"$all" || problems+=("fairring did not see 2 nodes")
 [ "$crossed" -ge 1000000 ] || problems+=("only $crossed bytes crossed the host links")
 if [ ${#problems[@]} -eq 0 ]; then
