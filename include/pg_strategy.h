@@ -39,8 +39,9 @@
  *   (MPI_THREAD_MULTIPLE) and the library finalizes it at exit, after destroying
  *   the strategies still alive (the last made first, the same order on every
  *   rank: each destroy may wait for its peers); a child the process forks
- *   does neither at its exit (the strategies and MPI stay the parent's). A strategy destroyed
- *   after the application's MPI_Finalize frees its memory and makes no MPI call.
+ *   does neither at its exit (the strategies and MPI stay the parent's). A
+ *   strategy destroyed after the application's MPI_Finalize frees its memory
+ *   and makes no MPI call.
  */
 #ifndef PG_STRATEGY_H
 #define PG_STRATEGY_H

@@ -54,13 +54,17 @@ bool settle(pg_work *w, double timeout_s);
 bool drive(pg_work *w, double timeout_s);
 void try_drive(pg_work *w);
 
+// A work its starting thread moves: started natively, not adopted by a
+// queued task, not finished.
+bool moved_by_starter(const pg_work *w) { return w->native && !w->adopted && !w->finished; }
+
 // The strategy's started native collectives that no queued task has adopted:
 // a task queued now adopts them (it moves them to their end before it runs,
 // and the caller's thread no longer tests them).
 std::vector<pg_work *> adopt_started(pg_strategy *s) {
   std::vector<pg_work *> adopted;
   for (const auto &[order, w] : s->works)
-    if (w->collective && w->native && !w->adopted && !w->finished) {
+    if (w->collective && moved_by_starter(w)) {
       w->adopted = true;
       adopted.push_back(w);
     }
@@ -81,7 +85,7 @@ Until polled_by_caller(pg_strategy *s) {
 // peer may be waiting for one of them before it comes to this collective.
 void poke_started(pg_strategy *s) {
   for (const auto &[order, w] : s->works)
-    if (w->collective && w->native && !w->adopted && !w->finished) try_drive(w);
+    if (w->collective && moved_by_starter(w)) try_drive(w);
 }
 
 // The calling thread becomes the one whose waits move s's works (a strategy
@@ -162,9 +166,9 @@ pg_status check_counts(pg_strategy *s, const CollArgs &a) {
   const VCounts &v = *a.v;
   // What MPI reads and writes: kept until exit if the wait ends early.
   auto exchanged = std::make_shared<std::array<std::vector<std::uint64_t>, 2>>();
-  std::vector<std::uint64_t> &sends = (*exchanged)[0], &arriving = (*exchanged)[1], expects(p, 0);
-  sends.assign(p, 0);
-  arriving.assign(p, 0);
+  std::vector<std::uint64_t> &sends = (*exchanged)[0] = std::vector<std::uint64_t>(p, 0);
+  std::vector<std::uint64_t> &arriving = (*exchanged)[1] = std::vector<std::uint64_t>(p, 0);
+  std::vector<std::uint64_t> expects(p, 0);
   switch (a.coll) {
     case Coll::allgatherv:
       std::fill(sends.begin(), sends.end(), a.count);
@@ -191,9 +195,7 @@ pg_status check_counts(pg_strategy *s, const CollArgs &a) {
   }
   MPI_Request request = MPI_REQUEST_NULL;
   PG_MPI_CHECK(MPI_Ialltoall(sends.data(), 1, MPI_UINT64_T, arriving.data(), 1, MPI_UINT64_T, s->comm, &request));
-  const pg_status exchange = poll_request(&request);
-  if (request != MPI_REQUEST_NULL) keep_until_exit(exchanged);
-  PG_CHECK(exchange);
+  PG_CHECK(poll_request(&request, exchanged));
   pg_status local = PG_OK;
   for (std::size_t q = 0; q < p && local == PG_OK; ++q)
     if (arriving[q] != expects[q])
@@ -363,7 +365,7 @@ void move_started_elsewhere() {
     if (!lock.owns_lock()) return;
     CancelScope abortable(&s->aborted, s->alarm.get());  // that strategy's abort and alarm, not the wait's
     for (const auto &[order, w] : s->works)
-      if (w->native && !w->adopted && !w->finished) try_drive(w);
+      if (moved_by_starter(w)) try_drive(w);
   });
   moving = false;
 }
@@ -407,7 +409,8 @@ bool thread_has_started_works() {
   runtime::for_each_live([&](pg_strategy *s) {
     if (any || s->driver.load(std::memory_order_relaxed) != me) return;
     std::lock_guard<std::mutex> lock(s->works_mutex);
-    for (const auto &[order, w] : s->works) any = any || (w->native && !w->adopted && !w->finished);
+    any = std::any_of(s->works.begin(), s->works.end(),
+                      [](const auto &entry) { return moved_by_starter(entry.second); });
   });
   return any;
 }
@@ -592,22 +595,18 @@ void try_drive(pg_work *w) {
 // waits for one of them.
 bool settle(pg_work *w, double timeout_s) {
   if (w->native && !w->adopted) return drive(w, timeout_s);
+  using Clock = std::chrono::steady_clock;
   constexpr std::chrono::microseconds kMoveEvery{200};
-  const auto start = std::chrono::steady_clock::now();
-  while (!w->finished) {
+  const Clock::time_point deadline =
+      timeout_s < 0 ? Clock::time_point::max()
+                    : Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  while (!w->finished && Clock::now() < deadline) {
     move_started_elsewhere();
-    auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(kMoveEvery);
-    if (timeout_s >= 0) {
-      const auto left = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>(timeout_s)) -
-                        std::chrono::steady_clock::now();
-      if (left <= left.zero()) return w->finished;
-      wait = std::min(wait, left);
-    }
     std::unique_lock<std::mutex> lock(w->mutex);
-    w->finished_cv.wait_for(lock, wait, [w] { return w->finished.load(); });
+    const Clock::time_point next = std::min(deadline, Clock::now() + kMoveEvery);
+    w->finished_cv.wait_until(lock, next, [w] { return w->finished.load(); });
   }
-  return true;
+  return w->finished;
 }
 
 // settle, after the collectives of its strategy started before w (works finish

@@ -9,19 +9,6 @@
 
 namespace pg {
 
-namespace {
-
-// Waits for a nonblocking collective of the agreement, polled (the thread's
-// CancelScope may end the wait: a peer that aborted or failed); what MPI may
-// still write then, `held`, is kept until exit.
-pg_status finish(MPI_Request *request, std::shared_ptr<void> held) {
-  const pg_status st = poll_request(request);
-  if (*request != MPI_REQUEST_NULL) keep_until_exit(std::move(held));
-  return st;
-}
-
-}  // namespace
-
 pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<std::string> *all) {
   int size = 0;
   PG_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -37,7 +24,7 @@ pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<
   b->displs.resize(size);
   MPI_Request request = MPI_REQUEST_NULL;
   PG_MPI_CHECK(MPI_Iallgather(&b->len, 1, MPI_INT, b->lens.data(), 1, MPI_INT, comm, &request));
-  PG_CHECK(finish(&request, b));
+  PG_CHECK(poll_request(&request, b));
   int total = 0;
   for (int r = 0; r < size; ++r) {
     b->displs[r] = total;
@@ -46,7 +33,7 @@ pg_status allgather_strings(MPI_Comm comm, const std::string &mine, std::vector<
   b->joined.assign(static_cast<std::size_t>(total), '\0');
   PG_MPI_CHECK(MPI_Iallgatherv(b->mine.data(), b->len, MPI_CHAR, &b->joined[0], b->lens.data(), b->displs.data(),
                                MPI_CHAR, comm, &request));
-  PG_CHECK(finish(&request, b));
+  PG_CHECK(poll_request(&request, b));
   all->clear();
   for (int r = 0; r < size; ++r) all->push_back(b->joined.substr(b->displs[r], b->lens[r]));
   return PG_OK;
@@ -59,16 +46,16 @@ pg_status worst_status(MPI_Comm comm, int mine, int *worst) {
   auto cells = std::make_shared<std::array<int, 2>>(std::array<int, 2>{mine, 0});
   MPI_Request request = MPI_REQUEST_NULL;
   PG_MPI_CHECK(MPI_Iallreduce(&(*cells)[0], &(*cells)[1], 1, MPI_INT, MPI_MAX, comm, &request));
-  const pg_status st = finish(&request, cells);
+  const pg_status st = poll_request(&request, cells);
   *worst = (*cells)[1];
   return st;
 }
 
 }  // namespace
 
-pg_status poll_request(MPI_Request *request) {
+pg_status poll_request(MPI_Request *request, std::shared_ptr<void> held) {
   bool done = false;
-  return poll(
+  const pg_status st = poll(
       [request](bool *d) {
         int finished = 0;
         PG_MPI_CHECK(MPI_Test(request, &finished, MPI_STATUS_IGNORE));
@@ -76,6 +63,8 @@ pg_status poll_request(MPI_Request *request) {
         return PG_OK;
       },
       Until{}, &done);
+  if (*request != MPI_REQUEST_NULL && held) keep_until_exit(std::move(held));
+  return st;
 }
 
 pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message) {
@@ -90,7 +79,7 @@ pg_status agree(MPI_Comm comm, pg_status local, const std::string &local_message
   statuses[size] = mine;
   MPI_Request request = MPI_REQUEST_NULL;
   PG_MPI_CHECK(MPI_Iallgather(&statuses[size], 1, MPI_INT, statuses.data(), 1, MPI_INT, comm, &request));
-  PG_CHECK(finish(&request, gathered));
+  PG_CHECK(poll_request(&request, gathered));
   std::vector<std::string> messages;
   PG_CHECK(allgather_strings(comm, local == PG_OK ? std::string() : local_message, &messages));
 

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,10 @@
 
 namespace pg {
 
-// Polls `request` until it finishes (util/poll.h): the thread's CancelScope
-// (an abort, a peer's alarm) may end the wait first, leaving it active.
-pg_status poll_request(MPI_Request *request);
+// Polls `request` until it finishes (util/poll.h). The thread's CancelScope
+// (an abort, a peer's alarm) may end the wait first, leaving it active: what
+// MPI may still read or write then, `held`, is kept until the process exits.
+pg_status poll_request(MPI_Request *request, std::shared_ptr<void> held = nullptr);
 
 // The agreements below are polled collectives (poll_request): in a
 // CancelScope a peer's abort or failure ends them, and the buffers MPI may

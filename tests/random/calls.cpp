@@ -220,6 +220,17 @@ void Call::freeze() {
   for (Buffer &b : buffers_) b.want = b.data;
 }
 
+// Point-to-point: n_ elements sent to `to`, and those expected from `from`.
+void Call::message_buffers(int to, int from) {
+  const int r = g_.rank;
+  Buffer &s = buffer("sendbuf", n_ * es_), &d = buffer("recvbuf", n_ * es_);
+  for (std::size_t i = 0; i < n_; ++i) put_moved(s.at(i * es_), r, to, i);
+  freeze();
+  for (std::size_t i = 0; i < n_; ++i) put_moved(d.want_at(i * es_), from, r, i);
+  send_ = s.at(0);
+  recv_ = d.at(0);
+}
+
 void Call::put_moved(unsigned char *p, int from, int to, std::size_t i) const {
   store_bits(p, es_, hash(op_.seed, static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(to), i));
 }
@@ -374,12 +385,7 @@ void Call::prepare() {
         std::snprintf(text, sizeof text, "count=%zu, this rank unpaired", n_);
         break;
       }
-      Buffer &s = buffer("sendbuf", n_ * es), &d = buffer("recvbuf", n_ * es);
-      for (std::size_t i = 0; i < n_; ++i) put_moved(s.at(i * es), r, peer_, i);
-      freeze();
-      for (std::size_t i = 0; i < n_; ++i) put_moved(d.want_at(i * es), peer_, r, i);
-      send_ = s.at(0);
-      recv_ = d.at(0);
+      message_buffers(peer_, peer_);
       std::snprintf(text, sizeof text, "count=%zu peer=%d tag=%d", n_, peer_, tag_);
       break;
     }
@@ -388,12 +394,7 @@ void Call::prepare() {
       const int shift = P > 1 ? 1 + static_cast<int>(op_.seed % static_cast<std::uint64_t>(P - 1)) : 0;
       dest_ = (r + shift) % P;
       source_ = (r - shift + P) % P;
-      Buffer &s = buffer("sendbuf", n_ * es), &d = buffer("recvbuf", n_ * es);
-      for (std::size_t i = 0; i < n_; ++i) put_moved(s.at(i * es), r, dest_, i);
-      freeze();
-      for (std::size_t i = 0; i < n_; ++i) put_moved(d.want_at(i * es), source_, r, i);
-      send_ = s.at(0);
-      recv_ = d.at(0);
+      message_buffers(dest_, source_);
       std::snprintf(text, sizeof text, "count=%zu dest=%d source=%d tag=%d", n_, dest_, source_, tag_);
       break;
     }

@@ -69,6 +69,7 @@ class Call {
 
   // Values: element i that rank `from` sends to rank `to` (data movement),
   // and rank q's input to a reduction, written as the dtype.
+  void message_buffers(int to, int from);
   void put_moved(unsigned char *p, int from, int to, std::size_t i) const;
   void put_input(unsigned char *p, int q, std::size_t i) const;
   // The reduction over the group's ranks of element i, written as the dtype.

@@ -38,7 +38,8 @@ class Leaders final : public Request {
 
   pg_status begin_if_first() {
     if (order_.broken)
-      return fail(PG_ERR_BACKEND, "fairring: an earlier allreduce (leaders) of this strategy failed; this one cannot run");
+      return fail(PG_ERR_BACKEND,
+                  "fairring: an earlier allreduce (leaders) of this strategy failed; this one cannot run");
     if (order_.broadcasting != ticket_) return PG_OK;
     stage_ = Stage::reduce;
     const CollArgs reduce = CollArgs::reduction(Coll::reduce, a_.send, a_.recv, a_.count, a_.dtype, combining_op(a_.op), 0);
