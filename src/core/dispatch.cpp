@@ -91,7 +91,9 @@ void poke_started(pg_strategy *s) {
 // The calling thread becomes the one whose waits move s's works (a strategy
 // may pass from thread to thread); not the progress thread.
 void claim(pg_strategy *s) {
-  if (!s->progress.on_thread()) s->driver.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  const std::thread::id me = std::this_thread::get_id();
+  if (s->driver.load(std::memory_order_relaxed) != me && !s->progress.on_thread())
+    s->driver.store(me, std::memory_order_relaxed);
 }
 
 // The buffers and requests of one fingerprint exchange: MPI's until every
@@ -423,10 +425,9 @@ bool thread_has_started_works() {
 // thread while this thread waits for it, moving them. (Not point-to-point:
 // a composed sendrecv queues its send on that thread.)
 bool run_beside(pg_strategy *s, const CollArgs &a) {
-  if (runtime::thread_level() < MPI_THREAD_MULTIPLE || is_point_to_point(a.coll)) return false;
   // What the device default serves polls; picking it could make it (collectively).
-  if (delegates(s, a.coll) || s->primary->backend->polls()) return false;
-  return thread_has_started_works();
+  if (s->primary->backend->polls() || is_point_to_point(a.coll) || delegates(s, a.coll)) return false;
+  return runtime::thread_level() == MPI_THREAD_MULTIPLE && thread_has_started_works();
 }
 
 pg_status execute_beside(pg_strategy *s, const CollArgs &a, std::uint64_t trace_seq) {
@@ -450,7 +451,6 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   const pg_status entered = enter(s, args, local, false);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
   if (entered != PG_OK || trivial(args)) return op.end(entered);
-  claim(s);
   // Blocking collectives run after the work started before them.
   s->progress.drain(move_started_elsewhere);
   if (!is_point_to_point(args.coll)) settle_started(s);
