@@ -426,7 +426,7 @@ bool thread_has_started_works() {
 // a composed sendrecv queues its send on that thread.)
 bool run_beside(pg_strategy *s, const CollArgs &a) {
   // What the device default serves polls; picking it could make it (collectively).
-  if (s->primary->backend->polls() || is_point_to_point(a.coll) || delegates(s, a.coll)) return false;
+  if (s->primary_polls || is_point_to_point(a.coll) || delegates(s, a.coll)) return false;
   return runtime::thread_level() == MPI_THREAD_MULTIPLE && thread_has_started_works();
 }
 

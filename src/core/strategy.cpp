@@ -233,6 +233,7 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
     trace::Op(s, static_cast<std::uint8_t>(trace::Event::create), nullptr, 0).end(PG_OK);
   }
   s->lacks = lacking(*s->primary->backend);
+  s->primary_polls = s->primary->backend->polls();
   // Point-to-point cannot create the default lazily (it is not collective).
   if (s->lacks[static_cast<int>(Coll::send)] && s->selection.backend != default_backend(s->device))
     PG_CHECK(collective_step(s, [&] { return ensure_fallback(s); }));

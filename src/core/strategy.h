@@ -70,6 +70,7 @@ struct pg_strategy {
   std::unique_ptr<pg::Instance> fallback;  // the device default
   std::bitset<pg::kCollCount> lacks;       // operations the backend has no entry for
   std::bitset<pg::kCollCount> delegated;   // operations the backend declined at least once
+  bool primary_polls = true;               // primary->backend->polls(), read by every blocking call
 
   pg::Progress progress;           // queued nonblocking work (dispatch.cpp)
   // Works not yet freed, by start number; destroy finishes them first, in order.
