@@ -11,6 +11,7 @@
 // MPI_Reduce_scatter_c crash above INT_MAX elements: docs/known-issues.md.)
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -151,6 +152,20 @@ pg_status w_block(const Group &g, std::size_t count, std::size_t displ, std::siz
   return PG_OK;
 }
 
+// One side of an MPI_Alltoallw, in elements: the block to (or from) each peer.
+struct Side {
+  std::vector<std::size_t> count, displ;
+  explicit Side(std::size_t p) : count(p, 0), displ(p, 0) {}
+  void set(std::size_t q, std::size_t c, std::size_t d) { count[q] = c, displ[q] = d; }
+  // The lowest displacement of a block with elements (SIZE_MAX: none).
+  std::size_t lowest() const {
+    std::size_t low = SIZE_MAX;
+    for (std::size_t q = 0; q < count.size(); ++q)
+      if (count[q] > 0) low = std::min(low, displ[q]);
+    return low;
+  }
+};
+
 // allgatherv, alltoallv, gatherv and scatterv as one MPI_Alltoallw, each
 // rank's blocks to and from each peer described on its own. In place, the
 // block already in place is neither sent nor received.
@@ -159,30 +174,21 @@ pg_status uneven_alltoallw(const Group &g, const CollArgs &a, Issue io) {
   const std::size_t esize = dtype_size(a.dtype), p = static_cast<std::size_t>(g.size);
   const std::size_t me = static_cast<std::size_t>(g.rank), root = static_cast<std::size_t>(a.root);
   const VCounts &v = *a.v;
-  std::vector<int> sc(p, 0), sd(p, 0), rc(p, 0), rd(p, 0);
-  std::vector<MPI_Datatype> st(p, type), rt(p, type);
-  MadeTypes made;
-  // The block sent to (or received from) peer q.
-  auto block = [&](bool sent, std::size_t q, std::size_t count, std::size_t displ) {
-    return sent ? w_block(g, count, displ, esize, type, &sc[q], &sd[q], &st[q], &made)
-                : w_block(g, count, displ, esize, type, &rc[q], &rd[q], &rt[q], &made);
-  };
-  auto to = [&](std::size_t q, std::size_t count, std::size_t displ) { return block(true, q, count, displ); };
-  auto from = [&](std::size_t q, std::size_t count, std::size_t displ) { return block(false, q, count, displ); };
-  const void *send = a.send;
-  void *recv = a.recv;
+  Side to(p), from(p);
+  const char *send = static_cast<const char *>(a.send);
+  char *recv = static_cast<char *>(a.recv);
   switch (a.coll) {
     case Coll::allgatherv:
       for (std::size_t q = 0; q < p; ++q) {
         if (a.in_place && q == me) continue;
-        PG_CHECK(to(q, a.count, 0));
-        PG_CHECK(from(q, v.recv_counts[q], v.recv_displs[q]));
+        to.set(q, a.count, 0);
+        from.set(q, v.recv_counts[q], v.recv_displs[q]);
       }
       break;
     case Coll::alltoallv:
       for (std::size_t q = 0; q < p; ++q) {
-        PG_CHECK(to(q, v.send_counts[q], v.send_displs[q]));
-        PG_CHECK(from(q, v.recv_counts[q], v.recv_displs[q]));
+        to.set(q, v.send_counts[q], v.send_displs[q]);
+        from.set(q, v.recv_counts[q], v.recv_displs[q]);
       }
       break;
     case Coll::gatherv:
@@ -190,20 +196,42 @@ pg_status uneven_alltoallw(const Group &g, const CollArgs &a, Issue io) {
       // Every rank's one block with the root, which receives them all
       // (gatherv) or sends them all (scatterv).
       const bool gather = a.coll == Coll::gatherv;
-      if (!(a.in_place && me == root)) PG_CHECK(block(gather, root, a.count, 0));
-      if (me != root) {
-        if (gather) recv = nullptr;
-        else send = nullptr;
-        break;
-      }
+      Side &mine = gather ? to : from, &roots = gather ? from : to;
+      if (!(a.in_place && me == root)) mine.set(root, a.count, 0);
+      if (me != root) break;
       const std::vector<std::size_t> &counts = gather ? v.recv_counts : v.send_counts;
       const std::vector<std::size_t> &displs = gather ? v.recv_displs : v.send_displs;
       for (std::size_t q = 0; q < p; ++q)
-        if (!(a.in_place && q == me)) PG_CHECK(block(!gather, q, counts[q], displs[q]));
+        if (!(a.in_place && q == me)) roots.set(q, counts[q], displs[q]);
       break;
     }
     default:
       return fail(PG_ERR_INTERNAL, "mpi backend: not an MPI_Alltoallw collective");
+  }
+  // A side without blocks passes no buffer. MPI forbids aliased buffer
+  // arguments, and Open MPI's nonblocking collectives take a send buffer
+  // equal to the receive buffer for MPI_IN_PLACE (then sending by the
+  // receive counts): when both sides start at one address (in place, this
+  // rank's block first), one side's base moves to its lowest block, which
+  // is above the other side's (their blocks do not overlap).
+  const std::size_t send_low = to.lowest(), recv_low = from.lowest();
+  if (send_low == SIZE_MAX) send = nullptr;
+  if (recv_low == SIZE_MAX) recv = nullptr;
+  std::size_t send_base = 0, recv_base = 0;
+  if (send && send == recv) {
+    if (recv_low > 0) recv_base = recv_low;
+    else send_base = send_low;
+  }
+  if (send) send += send_base * esize;
+  if (recv) recv += recv_base * esize;
+  std::vector<int> sc(p, 0), sd(p, 0), rc(p, 0), rd(p, 0);
+  std::vector<MPI_Datatype> st(p, type), rt(p, type);
+  MadeTypes made;
+  for (std::size_t q = 0; q < p; ++q) {
+    if (to.count[q] > 0)
+      PG_CHECK(w_block(g, to.count[q], to.displ[q] - send_base, esize, type, &sc[q], &sd[q], &st[q], &made));
+    if (from.count[q] > 0)
+      PG_CHECK(w_block(g, from.count[q], from.displ[q] - recv_base, esize, type, &rc[q], &rd[q], &rt[q], &made));
   }
   Pending &kept = io.pending;
   PG_MPI_CALL(io, MPI_Alltoallw, MPI_Ialltoallw, send, kept.keep(std::move(sc)), kept.keep(std::move(sd)),
