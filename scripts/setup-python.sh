@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python environment of the PyTorch backend's tests (tests/python): a venv
 # in .venv-torch (git-ignored) with torch, Lightning, mpi4py and
-# scikit-build-core, made from Debian's python3 (python3-venv, python3-dev for
+# scikit-build-core (and expecttest, which torch's own test suite imports), made from Debian's python3 (python3-venv, python3-dev for
 # the extension's headers). Run by scripts/run-tests.sh unless PGS_TORCH=0;
 # VENV may name another folder. Prints the venv's python last.
 #
@@ -17,9 +17,9 @@ scripts/install-packages.sh python3-venv python3-dev
 
 # torch imported (a CUDA build that lacks its NVIDIA libraries does not), the others present.
 if ! "$VENV/bin/python" -c "import torch, importlib.util as u
-assert all(u.find_spec(m) for m in ('lightning', 'mpi4py', 'scikit_build_core'))" 2>/dev/null; then
-  echo "== making the Python environment in $VENV (torch, lightning, mpi4py, scikit-build-core)" >&2
+assert all(u.find_spec(m) for m in ('lightning', 'mpi4py', 'scikit_build_core', 'expecttest'))" 2>/dev/null; then
+  echo "== making the Python environment in $VENV (torch, lightning, mpi4py, scikit-build-core, expecttest)" >&2
   /usr/bin/python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check torch lightning mpi4py scikit-build-core >&2
+  "$VENV/bin/pip" install -q --disable-pip-version-check torch lightning mpi4py scikit-build-core expecttest >&2
 fi
 echo "$VENV/bin/python"

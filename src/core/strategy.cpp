@@ -3,6 +3,7 @@
 #include "core/strategy.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "core/plugin.h"
 #include "core/registry.h"
@@ -280,7 +281,9 @@ pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out) 
   return op.end(split_comm(s, color, key, out));
 }
 
-void abort_strategy(pg_strategy *s) {
+namespace {
+
+void abort_once(pg_strategy *s) {
   if (s->aborted.exchange(true)) return;
   s->health.poison("aborted by pg_strategy_abort");
   // The node's peers learn at once; the other nodes now where MPI may be
@@ -291,6 +294,20 @@ void abort_strategy(pg_strategy *s) {
   // strategy's thread: it is left to its polls.)
   if (s->primary) s->primary->backend->abort();
   PG_LOG(info, "pg_strategy_abort: strategy of rank %d of %d aborted", s->rank, s->size);
+}
+
+// An abort from another thread may have ended destroy's wait for the peers
+// and still be reading the strategy.
+void wait_for_aborts(const pg_strategy *s) {
+  while (s->aborting.load() > 0) std::this_thread::yield();
+}
+
+}  // namespace
+
+void abort_strategy(pg_strategy *s) {
+  ++s->aborting;
+  abort_once(s);
+  --s->aborting;
 }
 
 namespace {
@@ -330,6 +347,7 @@ bool everyone_destroys(pg_strategy *s) {
 // memory, the library's communicators and unfinished requests are kept until
 // the process exits.
 pg_status destroy_alone(pg_strategy *s, const std::shared_ptr<trace::Recorder> &recorder) {
+  wait_for_aborts(s);
   runtime::untrack(s);
   // Below MPI_THREAD_MULTIPLE an abort could tell only the node: the other nodes now.
   if (s->aborted && s->alarm) s->alarm->raise(Alarm::Cause::aborted, true);
@@ -375,6 +393,7 @@ pg_status destroy_strategy(pg_strategy *s) {
     destroy_alone(s, recorder);
     return result;
   }
+  wait_for_aborts(s);
   for (const auto &[order, w] : s->works) {
     // Its request belongs to the backend about to go: the work keeps only its status.
     w->native.reset();

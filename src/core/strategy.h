@@ -91,6 +91,9 @@ struct pg_strategy {
   // Set by pg_strategy_abort, from any thread: the waits of every call in
   // flight on the strategy end (util/poll.h, CancelScope).
   std::atomic<bool> aborted{false};
+  // pg_strategy_abort calls under way: destroy, which an abort may end while
+  // it waits for the peers, frees nothing before they returned.
+  std::atomic<int> aborting{0};
   std::shared_ptr<pg::trace::Recorder> trace;  // the flight recorder (PGS_TRACE), or null
   // The collective in flight on the caller's thread [0] and on the progress
   // thread [1] (watchdog.cpp): each thread writes only its own.

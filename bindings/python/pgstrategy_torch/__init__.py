@@ -51,10 +51,25 @@ def _create(opts, options):
             f"pg_options for the {NAME!r} backend must be pgstrategy_torch.Options; got {type(options).__name__}"
         )
     # Without an MPI launcher, the first group brings MPI up, meeting at torch's Store.
-    _launch.bring_up(opts.store, opts.group_rank, opts.group_size)
+    _launch.bring_up(opts.store, opts.group_rank, opts.group_size, _default_group_size(opts))
     return _C.ProcessGroup(
         opts.group_rank, opts.group_size, list(opts.global_ranks_in_group), options.backend, opts.timeout
     )
+
+
+def _default_group_size(opts):
+    """The size of torch's default group when this group is a subgroup of it, else None."""
+    if not opts.global_ranks_in_group or not dist.is_initialized():
+        return None
+    return dist.get_world_size()
+
+
+def _backend(group, device):
+    """The pgstrategy backend of ``group`` on ``device`` (under TORCH_DISTRIBUTED_DEBUG=DETAIL
+    torch wraps every backend in one that checks the collectives first)."""
+    group = group if group is not None else dist.group.WORLD
+    backend = group._get_backend(torch.device(device))
+    return getattr(backend, "wrapped_pg", backend)
 
 
 _registered = False
@@ -113,8 +128,7 @@ def mpi_launcher():
 
 def describe(group=None, device="cpu"):
     """What runs a group on a device: the pgstrategy backend and the rule that chose it, the layout."""
-    group = group if group is not None else dist.group.WORLD
-    return group._get_backend(torch.device(device)).describe(torch.device(device).type)
+    return _backend(group, device).describe(torch.device(device).type)
 
 
 def abort(group=None):
@@ -129,8 +143,7 @@ def abort(group=None):
 def errored(group=None):
     """The group's first failure (an operation that failed, or the abort) as a
     ``torch.distributed.DistBackendError``, or None (torchft's ``errored``)."""
-    group = group if group is not None else dist.group.WORLD
-    message = group._get_backend(torch.device("cpu")).error()
+    message = _backend(group, "cpu").error()
     return dist.DistBackendError(message) if message else None
 
 

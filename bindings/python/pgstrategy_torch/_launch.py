@@ -45,8 +45,13 @@ def _singleton_message(rank, size):
     )
 
 
-def bring_up(store, rank, size):
-    """Brings MPI up for torch's job of ``size`` processes when no MPI launcher did (collective)."""
+def bring_up(store, rank, size, world_size=None):
+    """Brings MPI up for torch's job of ``size`` processes when no MPI launcher did (collective).
+
+    ``world_size``: the size of torch's default group when this group is a subgroup of
+    it (the default group is another backend): MPI must then be up already, since the
+    ranks outside the subgroup take no part in making it.
+    """
     initialized, world, finalized = _C.mpi_world()
     if finalized:
         raise DistBackendError("pgstrategy: MPI has been finalized; no process group can be made any more")
@@ -54,7 +59,17 @@ def bring_up(store, rank, size):
         if world == 1 and size > 1:
             raise DistBackendError(_singleton_message(rank, size))
         return
-    if size == 1 or _C.mpi_launcher():
+    if _C.mpi_launcher():
+        return
+    if world_size is not None and world_size != size:
+        raise DistBackendError(
+            f"pgstrategy: this 'pgstrategy' group of {size} ranks is the first of torch's {world_size}-rank job, "
+            f"and no MPI launcher started the job: MPI must come up over every rank, but the ranks outside this "
+            f"group take no part in making it. Make the default group 'pgstrategy' (init_process_group(backend="
+            f"'pgstrategy') or 'cpu:pgstrategy,cuda:nccl'), start the job with mpiexec or srun, or initialize MPI "
+            f"on every rank (mpi4py) before new_group -- docs/launch.md"
+        )
+    if size == 1:
         return
     try:
         if rank == 0:

@@ -29,7 +29,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce(std::vector<at::Tensor> &
   const at::Tensor &t = single(tensors, "allreduce");
   Operation op = operation("allreduce", c10d::OpType::ALLREDUCE, t.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, t, op.name);
-  void *buf = writable(op, t).data_ptr();
+  const at::Tensor staged = writable(op, t);
+  premultiply(opts.reduceOp, staged);
+  void *buf = staged.data_ptr();
   op.outputs = {t};
   const std::size_t n = count_of(t);
   const pg_dtype dt = dtype_of(t, op.name);
@@ -44,7 +46,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce(std::vector<at::Tensor> &ten
   Operation op = operation("reduce", c10d::OpType::REDUCE, t.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, t, op.name);
   const int root = static_cast<int>(opts.rootRank);
-  void *buf = (root == rank_ ? writable(op, t) : readable(op, t)).data_ptr();
+  const at::Tensor staged =
+      root == rank_ ? writable(op, t) : readable(op, is_premul(opts.reduceOp) ? t.clone() : t);
+  premultiply(opts.reduceOp, staged);
+  void *buf = staged.data_ptr();
   void *recv = root == rank_ ? buf : nullptr;
   op.outputs = {t};
   const std::size_t n = count_of(t);
@@ -79,7 +84,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::_reduce_scatter_base(at::Tensor &ou
                    " elements; got ", input.numel()));
   Operation op = operation("reduce_scatter_tensor", c10d::OpType::_REDUCE_SCATTER_BASE, output.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, output, op.name);
-  const void *send = readable(op, input).data_ptr();
+  const at::Tensor in = readable(op, is_premul(opts.reduceOp) ? input.clone() : input);
+  premultiply(opts.reduceOp, in);
+  const void *send = in.data_ptr();
   void *recv = writable(op, output).data_ptr();
   op.outputs = {output};
   const std::size_t n = count_of(output);

@@ -13,10 +13,14 @@
 namespace pgstrategy_torch {
 namespace {
 
-// The library's all_to_all of the blocks `in` and `out` lay out: equal blocks
-// as one alltoall, uneven ones (expert dispatch) as an alltoallv.
-Call alltoall_call(const void *send, void *recv, const Layout &in, const Layout &out, pg_dtype dt) {
-  if (in.even && out.even && in.counts[0] == out.counts[0]) {
+// The library's all_to_all of the blocks `in` and `out` lay out: one alltoall
+// where every rank knows the blocks are equal (`even_everywhere`), else an
+// alltoallv (expert dispatch). The choice must be every rank's: an alltoall
+// does not match an alltoallv, and a rank whose own blocks happen to be equal
+// cannot tell whether its peers' are.
+Call alltoall_call(const void *send, void *recv, const Layout &in, const Layout &out, pg_dtype dt,
+                   bool even_everywhere) {
+  if (even_everywhere) {
     const std::size_t n = in.counts[0];
     return [=](pg_strategy *s, pg_work **w) {
       return w ? pg_ialltoall(s, send, recv, n, dt, w) : pg_alltoall(s, send, recv, n, dt);
@@ -78,6 +82,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce_coalesced(std::vector<at:
   Operation op = operation("allreduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, first.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, first, op.name);
   at::Tensor flat = joined(op, tensors);
+  premultiply(opts.reduceOp, flat);
   copy_back(op, flat, tensors);
   op.outputs = tensors;
   void *buf = flat.data_ptr();
@@ -118,7 +123,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter(std::vector<at::Tens
   const Layout l = list_layout(inputs, out, rank_, size_, "reduce_scatter", "input");
   Operation op = operation("reduce_scatter", c10d::OpType::REDUCE_SCATTER, out.device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, out, op.name);
-  const void *send = joined(op, inputs[0]).data_ptr();
+  const at::Tensor in = joined(op, inputs[0]);
+  premultiply(opts.reduceOp, in);
+  const void *send = in.data_ptr();
   void *recv = writable(op, out).data_ptr();
   op.outputs = {out};
   const std::size_t n = count_of(out);
@@ -145,7 +152,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall_base(at::Tensor &output, a
   void *recv = writable(op, output).data_ptr();
   op.outputs = {output};
   const pg_dtype dt = dtype_of(input, op.name);
-  return launch(std::move(op), alltoall_call(send, recv, in, out, dt));
+  // Without splits torch makes every rank cut its tensors into equal blocks.
+  const bool even = input_splits.empty() && output_splits.empty();
+  return launch(std::move(op), alltoall_call(send, recv, in, out, dt, even));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall(std::vector<at::Tensor> &outputs,
@@ -161,9 +170,42 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall(std::vector<at::Tensor> &o
   void *recv = split_back(op, outputs).data_ptr();
   op.outputs = outputs;
   const pg_dtype dt = dtype_of(like, op.name);
-  // Tensors of one size: an alltoall; of different sizes: the library's
-  // alltoallv over the joined lists.
-  return launch(std::move(op), alltoall_call(send, recv, in, out, dt));
+  // Any sizes (this rank cannot tell its peers'): the library's alltoallv
+  // over the joined lists.
+  return launch(std::move(op), alltoall_call(send, recv, in, out, dt, false));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                                                                 std::vector<at::Tensor> &inputs,
+                                                                 const c10d::AllgatherOptions &opts) {
+  const char *what = "allgather_coalesced";
+  if (inputs.empty()) raise(c10::str("pgstrategy ", what, ": no input tensors"));
+  const at::Tensor &like = checked(inputs[0], what);
+  if (outputs.size() != static_cast<std::size_t>(size_))
+    raise(c10::str("pgstrategy ", what, ": expected an output list per rank (", size_, "); got ", outputs.size()));
+  std::vector<at::Tensor> places;  // rank r's input k goes to outputs[r][k]
+  for (const auto &list : outputs) {
+    if (list.size() != inputs.size())
+      raise(c10::str("pgstrategy ", what, ": every output list must hold one tensor per input (", inputs.size(),
+                     "); got ", list.size()));
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      check_list({list[k]}, 1, inputs[k], what);
+      places.push_back(list[k]);
+    }
+  }
+  check_list(inputs, inputs.size(), like, what, false);
+  // The inputs joined (N elements), one allgather of N per rank: rank r's
+  // inputs land one after the other, in the order of its output list.
+  Operation op = operation(what, c10d::OpType::ALLGATHER_COALESCED, like.device(), opts.timeout);
+  const at::Tensor row = joined(op, inputs);
+  const void *send = row.data_ptr();
+  void *recv = split_back(op, places).data_ptr();
+  op.outputs = places;
+  const std::size_t n = count_of(row);
+  const pg_dtype dt = dtype_of(like, what);
+  return launch(std::move(op), [=](pg_strategy *s, pg_work **w) {
+    return w ? pg_iallgather(s, send, recv, n, dt, w) : pg_allgather(s, send, recv, n, dt);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
@@ -196,7 +238,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter_tensor_coalesced(std
   // per rank); one reduce_scatter of M; then this rank's M to the outputs.
   Operation op = operation(what, c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, inputs[0].device(), opts.timeout);
   const pg_op rop = op_of(opts.reduceOp, inputs[0], what);
-  const void *send = joined(op, inputs, size_).data_ptr();
+  const at::Tensor in = joined(op, inputs, size_);
+  premultiply(opts.reduceOp, in);
+  const void *send = in.data_ptr();
   const at::Tensor row = split_back(op, outputs);
   void *recv = row.data_ptr();
   op.outputs = outputs;

@@ -1,6 +1,8 @@
 // The communicator of one torch group and its strategies (process_group.h).
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -9,8 +11,9 @@
 
 namespace pgstrategy_torch {
 
-Comm::Comm(int rank, int size, const std::vector<int64_t> &ranks, std::string backend)
-    : backend_(std::move(backend)) {
+Comm::Comm(int rank, int size, const std::vector<int64_t> &ranks, std::string backend,
+           std::chrono::milliseconds timeout)
+    : backend_(std::move(backend)), timeout_(timeout) {
   if (ranks.empty()) {
     comm_ = MPI_COMM_WORLD;
   } else {
@@ -79,6 +82,7 @@ pg_strategy *Comm::create(const std::string &device) {
 pg_strategy *Comm::strategy(const c10::Device &device) {
   if (closed_)
     raise("pgstrategy: the process group has been shut down (destroy_process_group, or interpreter exit)");
+  if (aborted_) raise("pgstrategy: the process group was aborted (ProcessGroup.abort)");
   if (device.is_cpu()) {
     if (!cpu_) raise(c10::str("pgstrategy: this group has no CPU strategy: ", no_cpu_));
     return cpu_;
@@ -103,20 +107,38 @@ pg_strategy *Comm::strategy(const c10::Device &device) {
 void Comm::close() {
   if (closed_) return;
   closed_ = true;
-  pg_strategy *cuda = nullptr, *cpu = nullptr;
-  {
+  // The handle stays where abort() finds it while destroy waits for the
+  // peers: an abort from another thread ends that wait.
+  const auto destroy = [this](pg_strategy **slot) {
+    pg_strategy *s = nullptr;
+    {
+      std::lock_guard<std::mutex> handles(handles_);
+      s = *slot;
+    }
+    pg_strategy_destroy(s);
     std::lock_guard<std::mutex> handles(handles_);
-    std::swap(cuda, cuda_);
-    std::swap(cpu, cpu_);
-  }
-  pg_strategy_destroy(cuda);
-  pg_strategy_destroy(cpu);
+    *slot = nullptr;
+  };
+  destroy(&cuda_);
+  destroy(&cpu_);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
+void Comm::close_at_exit() {
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  bool finished = true;
+  for (pg_work *w : unfinished_) {
+    const double left_s = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    finished = finished && pg_work_wait(w, std::max(left_s, 0.0)) != PG_ERR_TIMEOUT;
+  }
+  if (!finished) abort();
+  close();
+}
+
 void Comm::abort() {
+  aborted_ = true;
   record_error("pgstrategy: the group was aborted (ProcessGroup.abort)");
   std::lock_guard<std::mutex> handles(handles_);
   for (pg_strategy *s : {cpu_, cuda_})

@@ -24,7 +24,7 @@ std::vector<std::weak_ptr<Comm>> g_comms;
 ProcessGroup::ProcessGroup(int rank, int size, const std::vector<int64_t> &global_ranks, std::string backend,
                            std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size),
-      comm_(std::make_shared<Comm>(rank, size, global_ranks, backend)),
+      comm_(std::make_shared<Comm>(rank, size, global_ranks, backend, timeout)),
       timeout_(timeout),
       backend_(std::move(backend)),
       world_ranks_(global_ranks) {
@@ -73,6 +73,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::launch(Operation op, const Call &ca
   if (!op.device.is_cuda()) {
     pg_work *w = nullptr;
     started(call(s, &w));
+    if (w) comm_->started(w);
     lock.unlock();
     return c10::make_intrusive<Work>(comm_, w, std::move(op), rank_);
   }
@@ -109,7 +110,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroup::split(const c10::intrusive_ptr<c
     if (ranks[i] == rank_) mine = static_cast<int>(i);
     world.push_back(world_ranks_[static_cast<std::size_t>(ranks[i])]);
   }
-  if (mine < 0) raise(c10::str("pgstrategy split: this rank (", rank_, ") is not among the members"));
+  if (mine < 0) return nullptr;  // not a member: torch's NON_GROUP_MEMBER (the members' communicator needs no part of it)
   const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
   return c10::make_intrusive<ProcessGroup>(mine, static_cast<int>(ranks.size()), world, backend_, timeout);
 }
@@ -125,7 +126,7 @@ void shutdown_all() {
   }
   for (auto &comm : live) {
     std::lock_guard<std::mutex> lock(comm->mutex);
-    comm->close();
+    comm->close_at_exit();
   }
 }
 

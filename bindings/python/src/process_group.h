@@ -3,10 +3,12 @@
 // device type of the group, on the MPI communicator of the group's ranks.
 //
 // Threads. A strategy is used by one thread at a time, so every call into the
-// library for a group holds the group's mutex (Comm::mutex): the caller's
-// thread starts operations and waits for them; the completion thread
-// (completion.h) tests the works whose futures were asked for (DDP waits on
-// futures, never on works) and completes them.
+// library for a group holds the group's mutex (Comm::mutex), a wait only for
+// a slice at a time (another thread may have to post what the peer waits
+// for): the caller's thread starts operations and waits for them; the
+// completion thread (completion.h) tests, without blocking, the works whose
+// futures were asked for (DDP waits on futures, never on works), fails them
+// at their timeout, and finishes the works dropped before they finished.
 //
 // CPU tensors run as nonblocking works (pg_i*), whatever torch's async_op says:
 // a nonblocking call does not match its blocking twin, so every rank must make
@@ -21,6 +23,8 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -39,7 +43,8 @@ class Comm {
   // world). `backend`: the pgstrategy backend, "" for PGS_BACKEND, then the
   // device default. Makes the CPU strategy at once, so a bad backend name or
   // a torch rank that is not MPI's fails init_process_group itself.
-  Comm(int rank, int size, const std::vector<int64_t> &ranks, std::string backend);
+  Comm(int rank, int size, const std::vector<int64_t> &ranks, std::string backend,
+       std::chrono::milliseconds timeout);
   ~Comm();
   Comm(const Comm &) = delete;
   Comm &operator=(const Comm &) = delete;
@@ -54,9 +59,17 @@ class Comm {
   // Destroys the strategies (collective; under `mutex`; local after abort).
   // Later calls throw.
   void close();
+  // Interpreter exit (under `mutex`): waits up to the group's timeout for
+  // the works not settled yet, aborts the strategies when some did not
+  // finish (so that destroy waits for no peer), then closes.
+  void close_at_exit();
   // pg_strategy_abort of the strategies, from any thread and without `mutex`
-  // (a thread waiting for a work holds it): the waits end with PG_ERR_ABORTED.
+  // (a thread waiting for a work holds it, and so may a destroy waiting for
+  // its peers): the waits end with PG_ERR_ABORTED. No strategy is made after.
   void abort();
+  // The library works started and not yet freed (under `mutex`).
+  void started(pg_work *w) { unfinished_.push_back(w); }
+  void settled(pg_work *w) { unfinished_.erase(std::remove(unfinished_.begin(), unfinished_.end(), w), unfinished_.end()); }
   // The first failure of an operation of the group, or the abort: "" when none.
   void record_error(const std::string &message);
   std::string error() const;
@@ -68,6 +81,9 @@ class Comm {
 
   MPI_Comm comm_ = MPI_COMM_NULL;  // MPI_COMM_WORLD, or the group's own (freed at close)
   std::string backend_;
+  std::chrono::milliseconds timeout_;
+  std::vector<pg_work *> unfinished_;  // under `mutex`
+  std::atomic<bool> aborted_{false};
   // Written under `mutex` and `handles_`, read by abort under `handles_` alone.
   pg_strategy *cpu_ = nullptr;
   std::string no_cpu_;             // why there is no CPU strategy (a CUDA-only backend)
@@ -113,8 +129,12 @@ class Work final : public c10d::Work {
   void synchronize() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
-  // Tests once (completion thread); true once finished and its future set.
+  // Tests once without blocking (the completion thread, isCompleted): true
+  // once finished and its future set.
   bool poll();
+  // The completion thread: past its timeout, the future fails (the group
+  // records the error); the work itself stays valid. True when it did.
+  bool expire_if_overdue(std::chrono::steady_clock::time_point now);
 
  private:
   // What settle releases: the caller drops it after unlocking comm_->mutex, as
@@ -131,6 +151,7 @@ class Work final : public c10d::Work {
   pg_work *pending_ = nullptr;  // under comm_->mutex
   Operation op_;
   bool finished_ = false;       // under comm_->mutex
+  std::chrono::steady_clock::time_point deadline_;  // the future fails after it
   std::atomic<bool> published_{false};
   std::exception_ptr error_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -176,6 +197,10 @@ class ProcessGroup final : public c10d::Backend {
                                            const c10d::AllgatherOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
                                                  const c10d::AllgatherOptions &opts) override;
+  // Every rank's list of tensors (each rank's of the same sizes), as one allgather.
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                                                     std::vector<at::Tensor> &inputs,
+                                                     const c10d::AllgatherOptions &opts) override;
   // FSDP2's coalesced forms: one collective over the tensors packed together.
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
                                                                  std::vector<at::Tensor> &inputs,

@@ -8,7 +8,8 @@ namespace pgstrategy_torch {
 namespace {
 
 // torch's dtypes and the library's. bool travels as uint8 (its reductions
-// below are the logical ones, as in NCCL).
+// below are the logical ones, as in NCCL); the float8 types as bytes, for
+// data movement only (the library has no float8 arithmetic).
 struct DtypeName {
   at::ScalarType torch;
   pg_dtype pg;
@@ -17,7 +18,17 @@ constexpr DtypeName kDtypes[] = {
     {at::kChar, PG_INT8},        {at::kByte, PG_UINT8},    {at::kBool, PG_UINT8},
     {at::kInt, PG_INT32},        {at::kUInt32, PG_UINT32}, {at::kLong, PG_INT64},
     {at::kUInt64, PG_UINT64},    {at::kHalf, PG_FLOAT16},  {at::kBFloat16, PG_BFLOAT16},
-    {at::kFloat, PG_FLOAT32},    {at::kDouble, PG_FLOAT64}};
+    {at::kFloat, PG_FLOAT32},    {at::kDouble, PG_FLOAT64},
+    {at::kFloat8_e4m3fn, PG_UINT8}, {at::kFloat8_e5m2, PG_UINT8}, {at::kFloat8_e4m3fnuz, PG_UINT8},
+    {at::kFloat8_e5m2fnuz, PG_UINT8}, {at::kFloat8_e8m0fnu, PG_UINT8}};
+
+// PREMUL_SUM's factor: a number, or a one-element tensor (kept on its device).
+at::Tensor premul_factor(const c10d::ReduceOp &op, const at::Tensor &like) {
+  const auto *supplement = dynamic_cast<const c10d::PreMulSumSupplement *>(op.supplement_.get());
+  if (!supplement) raise("pgstrategy: ReduceOp.PREMUL_SUM without its factor");
+  if (supplement->tensor_factor.defined()) return supplement->tensor_factor.to(like.device(), like.scalar_type());
+  return at::scalar_tensor(supplement->double_factor, like.options());
+}
 
 }  // namespace
 
@@ -31,7 +42,11 @@ pg_dtype dtype_of(const at::Tensor &t, const char *what) {
 
 pg_op op_of(const c10d::ReduceOp &op, const at::Tensor &t, const char *what) {
   const bool logical = t.scalar_type() == at::kBool;
+  if (at::isFloat8Type(t.scalar_type()))
+    raise(c10::str("pgstrategy ", what, ": ", t.scalar_type(),
+                   " tensors move (broadcast, allgather, all_to_all, send, ...) but do not reduce"));
   switch (op.op_) {
+    case c10d::ReduceOp::PREMUL_SUM:  // the inputs are multiplied first (premultiply)
     case c10d::ReduceOp::SUM: return logical ? PG_MAX : PG_SUM;
     case c10d::ReduceOp::PRODUCT: return logical ? PG_MIN : PG_PROD;
     case c10d::ReduceOp::AVG: return PG_AVG;
@@ -40,10 +55,14 @@ pg_op op_of(const c10d::ReduceOp &op, const at::Tensor &t, const char *what) {
     case c10d::ReduceOp::BAND: return PG_BAND;
     case c10d::ReduceOp::BOR: return PG_BOR;
     case c10d::ReduceOp::BXOR: return PG_BXOR;
-    case c10d::ReduceOp::PREMUL_SUM:
-      raise(c10::str("pgstrategy ", what, ": ReduceOp.PREMUL_SUM is not supported; scale the tensor and use SUM"));
     default: raise(c10::str("pgstrategy ", what, ": unknown ReduceOp ", static_cast<int>(op.op_)));
   }
+}
+
+bool is_premul(const c10d::ReduceOp &op) { return op.op_ == c10d::ReduceOp::PREMUL_SUM; }
+
+void premultiply(const c10d::ReduceOp &op, const at::Tensor &buf) {
+  if (is_premul(op)) buf.mul_(premul_factor(op, buf));
 }
 
 const at::Tensor &checked(const at::Tensor &t, const char *what) {

@@ -20,8 +20,15 @@ namespace pgstrategy_torch {
 
 // The library's dtype of `t`; raises for one it does not have.
 pg_dtype dtype_of(const at::Tensor &t, const char *what);
-// The library's op for torch's `op` on `t` (bool: the logical reductions).
+// The library's op for torch's `op` on `t` (bool: the logical reductions;
+// PREMUL_SUM: the sum, of inputs premultiplied first).
 pg_op op_of(const c10d::ReduceOp &op, const at::Tensor &t, const char *what);
+// PREMUL_SUM multiplies each rank's input by a factor before the sum (FSDP2's
+// gradient divide factor): premultiply scales `buf` in place, a buffer the
+// operation owns or overwrites anyway; an input the caller keeps is copied
+// first (is_premul). Other ops leave `buf` as it is.
+bool is_premul(const c10d::ReduceOp &op);
+void premultiply(const c10d::ReduceOp &op, const at::Tensor &buf);
 
 // --- checks ------------------------------------------------------------------
 

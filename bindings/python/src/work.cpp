@@ -1,7 +1,9 @@
 // A started operation (process_group.h): waited for by the caller, or polled
 // by the completion thread once its future was asked for.
+#include <algorithm>
 #include <exception>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "completion.h"
@@ -19,10 +21,30 @@ std::exception_ptr error_of(const std::string &message) {
   }
 }
 
+// A wait holds the group's mutex for a slice at a time, so that another
+// thread can post the operation its peer waits for (an isend for an irecv).
+constexpr double kWaitSlice_s = 0.002;
+
+// torch's timeouts may be "forever" (milliseconds::max()).
+std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::chrono::milliseconds most = std::chrono::hours(24 * 365 * 100);
+  return now + std::min(timeout, most);
+}
+
+std::string timed_out(const char *name, std::chrono::milliseconds timeout) {
+  return c10::str("pgstrategy ", name, ": timed out after ", static_cast<double>(timeout.count()) / 1000.0,
+                  " s; the work stays valid: wait for it again");
+}
+
 }  // namespace
 
 Work::Work(std::shared_ptr<Comm> comm, pg_work *pending, Operation op, int rank)
-    : c10d::Work(rank, op.type), comm_(std::move(comm)), pending_(pending), op_(std::move(op)) {
+    : c10d::Work(rank, op.type),
+      comm_(std::move(comm)),
+      pending_(pending),
+      op_(std::move(op)),
+      deadline_(deadline_after(op_.timeout)) {
   std::vector<c10::Device> devices;
   if (op_.device.is_cuda()) devices.push_back(op_.device);
   static const c10::TypePtr kTensors = c10::ListType::create(c10::TensorType::get());  // the future's type
@@ -34,12 +56,13 @@ Work::Work(std::shared_ptr<Comm> comm, pg_work *pending, Operation op, int rank)
 }
 
 Work::~Work() {
-  // A work dropped unfinished still owns the buffers the library uses. No
+  // A work dropped unfinished still owns the buffers the library uses: the
+  // completion thread finishes it (torch's backends never wait here). No
   // other thread holds this work any more, so pending_ is read unlocked.
   if (!pending_) return;
-  std::lock_guard<std::mutex> lock(comm_->mutex);
-  pg_work_wait(pending_, -1);
-  pg_work_free(pending_);
+  std::vector<at::Tensor> keep = std::move(op_.keep);
+  keep.insert(keep.end(), op_.outputs.begin(), op_.outputs.end());
+  finish_later(Leftover{comm_, pending_, std::move(keep), std::move(op_.finish)});
 }
 
 Work::Released Work::settle(pg_status st, const std::string &error) {
@@ -52,7 +75,11 @@ Work::Released Work::settle(pg_status st, const std::string &error) {
   } else {
     comm_->record_error(error);
     error_ = error_of(error);
+    // MPI cannot cancel a collective (an abort, a failed peer): a late peer
+    // may still write into these, so they stay allocated.
+    keep_until_exit(op_.keep);
   }
+  comm_->settled(pending_);
   pg_work_free(pending_);
   pending_ = nullptr;
   finished_ = true;
@@ -71,7 +98,8 @@ bool Work::poll() {
   if (published_) return true;
   Released released;  // dropped after the unlock
   {
-    std::lock_guard<std::mutex> lock(comm_->mutex);
+    std::unique_lock<std::mutex> lock(comm_->mutex, std::try_to_lock);
+    if (!lock.owns_lock()) return false;  // another thread calls the library: next time
     if (!finished_) {
       int done = 0;
       const pg_status st = pg_work_test(pending_, &done);
@@ -79,6 +107,18 @@ bool Work::poll() {
       released = settle(st, st == PG_OK ? std::string() : library_error(op_.name, st));
     }
   }
+  publish();
+  return true;
+}
+
+bool Work::expire_if_overdue(std::chrono::steady_clock::time_point now) {
+  if (published_ || now < deadline_) return false;
+  std::unique_lock<std::mutex> lock(comm_->mutex, std::try_to_lock);
+  if (!lock.owns_lock() || finished_) return false;
+  const std::string message = timed_out(op_.name, op_.timeout);
+  comm_->record_error(message);
+  error_ = error_of(message);
+  lock.unlock();
   publish();
   return true;
 }
@@ -93,21 +133,25 @@ std::vector<at::Tensor> Work::result() { return op_.outputs; }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
   const std::chrono::milliseconds limit = timeout == ::kNoTimeout ? op_.timeout : timeout;
+  const auto deadline = deadline_after(limit);
   Released released;  // dropped after the unlock
-  {
+  while (!published_) {
     std::unique_lock<std::mutex> lock(comm_->mutex);
-    if (!finished_) {
-      const double seconds = static_cast<double>(limit.count()) / 1000.0;
-      const pg_status st = pg_work_wait(pending_, seconds);
-      if (st == PG_ERR_TIMEOUT) {
-        const std::string message =
-            c10::str("pgstrategy ", op_.name, ": timed out after ", seconds, " s (", pg_last_error(),
-                     "); the work stays valid: wait for it again");
-        lock.unlock();
-        raise(message);
-      }
+    if (finished_) break;
+    const double left_s = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const pg_status st = pg_work_wait(pending_, std::clamp(left_s, 0.0, kWaitSlice_s));
+    if (st != PG_ERR_TIMEOUT) {
       released = settle(st, st == PG_OK ? std::string() : library_error(op_.name, st));
+      break;
     }
+    if (left_s <= kWaitSlice_s) {
+      const std::string message = timed_out(op_.name, limit);
+      comm_->record_error(message);
+      lock.unlock();
+      raise(message);
+    }
+    lock.unlock();
+    std::this_thread::yield();
   }
   publish();
   // Returns once the future is set (by this thread or the completion thread),
