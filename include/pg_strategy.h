@@ -216,6 +216,10 @@ PG_API int pg_strategy_local_rank(const pg_strategy *s);  /* rank on this (virtu
 PG_API int pg_strategy_local_size(const pg_strategy *s);
 PG_API int pg_strategy_node_rank(const pg_strategy *s);   /* index of this node */
 PG_API int pg_strategy_node_count(const pg_strategy *s);
+/* Collectives issued on s so far, blocking and nonblocking (not point-to-point):
+ * the same on every rank that made the same calls; the last one's `coll_seq`
+ * in the flight recorder (docs/trace.md). */
+PG_API long long pg_strategy_sequence(const pg_strategy *s);
 
 /** Human-readable description: backend and the rule that chose it, device,
  * rank/size, node layout, delegated operations. NUL-terminated, truncated to len. */

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The Python environment of the PyTorch backend's tests (tests/python): a venv
-# in .venv-torch (git-ignored) with torch, Lightning, mpi4py and
-# scikit-build-core (and expecttest, which torch's own test suite imports), made from Debian's python3 (python3-venv, python3-dev for
-# the extension's headers). Run by scripts/run-tests.sh unless PGS_TORCH=0;
-# VENV may name another folder. Prints the venv's python last.
+# in .venv-torch (git-ignored) with torch, Lightning, mpi4py,
+# scikit-build-core and expecttest (torch's own test suite imports it), made
+# from Debian's python3 (python3-venv, python3-dev for the extension's
+# headers). Run by scripts/run-tests.sh unless PGS_TORCH=0; VENV may name
+# another folder. Prints the venv's python last.
 #
 # torch from PyPI is a CUDA build (about 3 GB of wheels with NVIDIA's
 # libraries; it does not import without them): the first install downloads

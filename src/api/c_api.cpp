@@ -250,6 +250,7 @@ int pg_strategy_local_rank(const pg_strategy *s) { return s ? s->layout.local_ra
 int pg_strategy_local_size(const pg_strategy *s) { return s ? s->layout.local_size : -1; }
 int pg_strategy_node_rank(const pg_strategy *s) { return s ? s->layout.node_rank : -1; }
 int pg_strategy_node_count(const pg_strategy *s) { return s ? s->layout.node_count : -1; }
+long long pg_strategy_sequence(const pg_strategy *s) { return s ? static_cast<long long>(s->sequence) : -1; }
 
 pg_status pg_strategy_describe(const pg_strategy *s, char *buf, size_t len) {
   return guarded("pg_strategy_describe", [&] {

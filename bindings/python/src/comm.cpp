@@ -155,6 +155,13 @@ std::string Comm::error() const {
   return error_;
 }
 
+uint64_t Comm::sequence() const {
+  uint64_t total = 0;
+  for (const pg_strategy *s : {cpu_, cuda_})
+    if (s) total += static_cast<uint64_t>(pg_strategy_sequence(s));
+  return total;
+}
+
 std::string Comm::describe(const c10::Device &device) {
   char text[2048] = "";
   check(pg_strategy_describe(strategy(device), text, sizeof text), "describe");

@@ -49,6 +49,11 @@ c10d::ErrorType ProcessGroup::getError() {
   return comm_->error().empty() ? c10d::ErrorType::SUCCESS : c10d::ErrorType::COMM_ERROR;
 }
 
+uint64_t ProcessGroup::getSequenceNumberForGroup() {
+  std::lock_guard<std::mutex> lock(comm_->mutex);
+  return comm_->sequence();
+}
+
 std::string ProcessGroup::describe(const std::string &device) {
   std::lock_guard<std::mutex> lock(comm_->mutex);
   return comm_->describe(c10::Device(device));

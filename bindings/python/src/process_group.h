@@ -73,6 +73,8 @@ class Comm {
   // The first failure of an operation of the group, or the abort: "" when none.
   void record_error(const std::string &message);
   std::string error() const;
+  // The collectives issued on the group's strategies (under `mutex`).
+  uint64_t sequence() const;
   // pg_strategy_describe of the strategy for "cpu" or "cuda" (made if needed).
   std::string describe(const c10::Device &device);
 
@@ -180,6 +182,9 @@ class ProcessGroup final : public c10d::Backend {
   void abort() override;
   // COMM_ERROR once an operation failed or the group was aborted.
   c10d::ErrorType getError() override;
+  // The collectives issued on the group so far (pg_strategy_sequence, both
+  // devices): the same on every rank; TORCH_DISTRIBUTED_DEBUG=DETAIL compares it.
+  uint64_t getSequenceNumberForGroup() override;
   // The first failure's message ("" when none): what errored() reports.
   std::string error() const { return comm_->error(); }
   std::string describe(const std::string &device);
