@@ -475,7 +475,11 @@ PG_API pg_status pg_scatterv(pg_strategy *s, const void *sendbuf, const size_t *
                              int root);
 /** @} */
 
-/** Point-to-point (local to the pair). tag >= 0. */
+/** Point-to-point (local to the pair). tag >= 0. A receive's peer may be
+ * PG_ANY_SOURCE: the first matching message from any rank (MPI_ANY_SOURCE; the
+ * mpi and fairring backends; others return PG_ERR_UNSUPPORTED); a nonblocking
+ * receive then tells the sender through pg_work_source. */
+#define PG_ANY_SOURCE (-1)
 PG_API pg_status pg_send(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer,
                          int tag);
 PG_API pg_status pg_recv(pg_strategy *s, void *buf, size_t count, pg_dtype dtype, int peer,
@@ -548,6 +552,12 @@ PG_API pg_status pg_work_wait(pg_work *w, double timeout_seconds);
 
 /** *done = 1 when finished (then the status is the work's own), else 0 and PG_OK. */
 PG_API pg_status pg_work_test(pg_work *w, int *done);
+
+/** The rank a finished receive's message came from (its peer, or the sender
+ * when it was PG_ANY_SOURCE). PG_ERR_STATE before the work finished, or for a
+ * work that is not a receive (or whose sender is not known: a receive queued
+ * behind a backend without native nonblocking calls). */
+PG_API pg_status pg_work_source(pg_work *w, int *source);
 
 /** Free a finished work. NULL is fine. Unfinished work: PG_ERR_STATE, nothing freed. */
 PG_API pg_status pg_work_free(pg_work *w);

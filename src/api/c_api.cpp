@@ -485,6 +485,13 @@ pg_status pg_work_test(pg_work *w, int *done) {
   });
 }
 
+pg_status pg_work_source(pg_work *w, int *source) {
+  return guarded("pg_work_source", [&] {
+    if (!w || !source) return pg::fail(PG_ERR_INVALID_ARGUMENT, "pg_work_source: the work or source is NULL");
+    return pg::work_source(w, source);
+  });
+}
+
 pg_status pg_work_free(pg_work *w) {
   return guarded("pg_work_free", [&] { return w ? pg::work_free(w) : PG_OK; });
 }

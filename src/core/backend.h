@@ -123,6 +123,8 @@ class Request {
   virtual pg_status test(bool *done) = 0;
   // Blocks until finished; the operation's status.
   virtual pg_status wait();
+  // A finished receive: the rank its message came from; -1 when not known.
+  virtual int source() const { return -1; }
 };
 
 class Backend {
@@ -137,6 +139,8 @@ class Backend {
   // calling thread's other works: the built-in backends do, a table's call
   // does not return to the library until it ends.
   virtual bool polls() const { return true; }
+  // Whether a receive may name PG_ANY_SOURCE (its requests then report the sender).
+  virtual bool receives_from_any() const { return false; }
   // Native nonblocking start. PG_ERR_UNSUPPORTED: the library runs `run`
   // asynchronously itself (progress thread), or inline below MPI_THREAD_MULTIPLE.
   virtual pg_status start(const CollArgs &args, std::unique_ptr<Request> *out);

@@ -237,6 +237,17 @@ pg_status pick(pg_strategy *s, Coll coll, Instance **out) {
   return PG_OK;
 }
 
+// A receive from any source goes to a backend that has one (before the call
+// is queued or issued, so that the caller learns at once).
+pg_status check_source(pg_strategy *s, const CollArgs &a) {
+  if (a.coll != Coll::recv || a.peer != PG_ANY_SOURCE) return PG_OK;
+  Instance *inst = nullptr;
+  PG_CHECK(pick(s, a.coll, &inst));
+  if (inst->backend->receives_from_any()) return PG_OK;
+  return fail(PG_ERR_UNSUPPORTED, "pg_recv: backend '%s' cannot receive from any source (PG_ANY_SOURCE); give the "
+              "sender's rank, or use the mpi or fairring backend", inst->name.c_str());
+}
+
 // In-place alltoall on CPU memory is staged into a copy, so CPU backends never
 // see it; CUDA backends get it as it is (the copy would be device memory).
 // The same for alltoallv: the blocks sendcounts and sdispls describe.
@@ -448,6 +459,7 @@ pg_status execute_beside(pg_strategy *s, const CollArgs &a, std::uint64_t trace_
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   CancelScope abortable(&s->aborted, s->alarm.get());
   PG_CHECK(check_peers(s));
+  PG_CHECK(check_source(s, args));
   const pg_status entered = enter(s, args, local, false);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
   if (entered != PG_OK || trivial(args)) return op.end(entered);
@@ -463,6 +475,7 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
   *out = nullptr;
   CancelScope abortable(&s->aborted, s->alarm.get());
   PG_CHECK(check_peers(s));
+  PG_CHECK(check_source(s, args));
   const pg_status entered = enter(s, args, local, true);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args), trace::kNonblocking);
   if (entered != PG_OK) return op.end(entered);
@@ -566,6 +579,7 @@ bool drive_held(pg_work *w, double timeout_s) {
     pg_status st = poll_native(w, timeout_s, &done);
     if (!done) return false;
     if (w->strategy) poison_on_failure(w->strategy, st);
+    w->source = w->native->source();
     complete(w, st, last_error());
   }
   return true;
@@ -651,6 +665,14 @@ pg_status work_test(pg_work *w, int *done) {
   *done = settle_in_order(w, 0);  // an unfinished work is not a failure: the last error stays
   if (!*done || w->status == PG_OK) return PG_OK;
   return fail_message(w->status, w->error);
+}
+
+pg_status work_source(pg_work *w, int *source) {
+  if (!w->finished) return fail(PG_ERR_STATE, "pg_work_source: the work has not finished; wait for it first");
+  if (w->source < 0)
+    return fail(PG_ERR_STATE, "pg_work_source: the work is not a receive whose sender is known");
+  *source = w->source;
+  return PG_OK;
 }
 
 pg_status work_free(pg_work *w) {

@@ -116,6 +116,7 @@ struct pg_work {
   std::atomic<bool> driving{false};
   pg_status status = PG_OK;
   std::string error;
+  int source = -1;                               // a finished receive's sender, when known
   std::vector<char> stage;                       // staging for in-place alltoall
   pg::watchdog::Watch watch;                     // a native collective under PGS_TIMEOUT
   std::uint64_t order = 0;                       // start number on its strategy
@@ -170,5 +171,6 @@ void complete(pg_work *w, pg_status st, const std::string &error);
 pg_status work_wait(pg_work *w, double timeout_s);
 pg_status work_test(pg_work *w, int *done);
 pg_status work_free(pg_work *w);
+pg_status work_source(pg_work *w, int *source);
 
 }  // namespace pg

@@ -357,7 +357,7 @@ pg_status validate(const char *fn, const pg_strategy *s, CollArgs *args, const V
       return PG_OK;
     case Coll::send:
     case Coll::recv:
-      PG_CHECK(c.rank(a.peer, "peer"));
+      if (!(a.coll == Coll::recv && a.peer == PG_ANY_SOURCE)) PG_CHECK(c.rank(a.peer, "peer"));
       PG_CHECK(c.tag(a.tag));
       return c.buffer(a.coll == Coll::send ? a.send : a.recv, one, "buf");
     case Coll::allgatherv:

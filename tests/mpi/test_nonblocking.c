@@ -101,6 +101,48 @@ static void check_backend(const char *backend) {
       PG_TEST_STATUS(pg_work_free(r), PG_OK);
     }
   }
+  pg_test_step("%s: receives from any source", backend);
+  if (size > 1) {
+    /* Every other rank sends its rank to rank 0 in two rounds (a barrier
+     * between them); rank 0 takes the first with irecvs from any source
+     * (pg_work_source names each sender) and the second with blocking
+     * receives from any source. */
+    if (rank == 0) {
+      int seen = 0, wrong = 0;
+      for (int round = 0; round < 2; ++round) {
+        if (round == 1) MPI_Barrier(MPI_COMM_WORLD);
+        for (int k = 1; k < size; ++k) {
+          int from = -1, value = -1;
+          if (round == 0) {
+            pg_work *r = NULL;
+            PG_TEST_STATUS(pg_irecv(s, &value, 1, PG_INT32, PG_ANY_SOURCE, 12, &r), PG_OK);
+            PG_TEST_STATUS(pg_work_wait(r, -1), PG_OK);
+            PG_TEST_STATUS(pg_work_source(r, &from), PG_OK);
+            PG_TEST_STATUS(pg_work_free(r), PG_OK);
+            seen |= 1 << from;
+            wrong += value != from;
+          } else {
+            PG_TEST_STATUS(pg_recv(s, &value, 1, PG_INT32, PG_ANY_SOURCE, 12), PG_OK);
+            wrong += value < 1 || value >= size;
+          }
+        }
+      }
+      PG_TEST_TRUE(seen == (1 << size) - 2 && wrong == 0, "senders seen %#x, wrong values %d", seen, wrong);
+    } else {
+      PG_TEST_STATUS(pg_send(s, &rank, 1, PG_INT32, 0, 12), PG_OK);
+      MPI_Barrier(MPI_COMM_WORLD);
+      PG_TEST_STATUS(pg_send(s, &rank, 1, PG_INT32, 0, 12), PG_OK);
+    }
+  }
+  pg_work *sent = NULL;
+  int ignored = -1;
+  PG_TEST_STATUS(pg_isend(s, &rank, 1, PG_INT32, rank, 13, &sent), PG_OK);
+  PG_TEST_STATUS(pg_work_source(sent, &ignored), PG_ERR_STATE); /* not finished, or not a receive */
+  PG_TEST_STATUS(pg_recv(s, &ignored, 1, PG_INT32, rank, 13), PG_OK);
+  PG_TEST_STATUS(pg_work_wait(sent, -1), PG_OK);
+  PG_TEST_STATUS(pg_work_source(sent, &ignored), PG_ERR_STATE); /* a send has no sender to report */
+  PG_TEST_STATUS(pg_work_free(sent), PG_OK);
+
   pg_test_step("%s: ibarrier and the remaining twins", backend);
   pg_work *b = NULL;
   PG_TEST_STATUS(pg_ibarrier(s, &b), PG_OK);

@@ -143,10 +143,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::scatter(std::vector<at::Tensor> &ou
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::point_to_point(std::vector<at::Tensor> &tensors, int peer, int tag,
-                                                            bool sending) {
-  const char *name = sending ? "send" : "recv";
+                                                            c10d::OpType type) {
+  const bool sending = type == c10d::OpType::SEND;
+  const char *name = sending ? "send" : type == c10d::OpType::RECV ? "recv" : "recv_anysource";
   const at::Tensor &t = single(tensors, name);
-  Operation op = operation(name, sending ? c10d::OpType::SEND : c10d::OpType::RECV, t.device(), c10d::kUnsetTimeout);
+  Operation op = operation(name, type, t.device(), c10d::kUnsetTimeout);
   void *buf = (sending ? readable(op, t) : writable(op, t)).data_ptr();
   op.outputs = {t};
   const std::size_t n = count_of(t);
@@ -158,11 +159,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::point_to_point(std::vector<at::Tens
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor> &tensors, int dst, int tag) {
-  return point_to_point(tensors, dst, tag, true);
+  return point_to_point(tensors, dst, tag, c10d::OpType::SEND);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::recv(std::vector<at::Tensor> &tensors, int src, int tag) {
-  return point_to_point(tensors, src, tag, false);
+  return point_to_point(tensors, src, tag, c10d::OpType::RECV);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::recvAnysource(std::vector<at::Tensor> &tensors, int tag) {
+  return point_to_point(tensors, PG_ANY_SOURCE, tag, c10d::OpType::RECVANYSOURCE);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::barrier(const c10d::BarrierOptions &opts) {

@@ -127,6 +127,8 @@ class Work final : public c10d::Work {
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
   std::vector<at::Tensor> result() override;
+  // A finished receive's sender (recvAnysource).
+  int sourceRank() const override;
   bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
   void synchronize() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
@@ -153,6 +155,7 @@ class Work final : public c10d::Work {
   pg_work *pending_ = nullptr;  // under comm_->mutex
   Operation op_;
   bool finished_ = false;       // under comm_->mutex
+  int source_ = -1;             // a finished receive's sender
   std::chrono::steady_clock::time_point deadline_;  // the future fails after it
   std::atomic<bool> published_{false};
   std::exception_ptr error_;
@@ -233,14 +236,16 @@ class ProcessGroup final : public c10d::Backend {
                                          const c10d::ScatterOptions &opts) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override;
+  // The work's sourceRank() names the sender (MPI_ANY_SOURCE: the mpi and fairring backends).
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
 
  private:
   Operation operation(const char *name, c10d::OpType type, const c10::Device &device,
                       std::chrono::milliseconds timeout) const;
   c10::intrusive_ptr<c10d::Work> launch(Operation op, const Call &call);
-  // send (sending) and recv of the one tensor in `tensors`, with `peer`.
-  c10::intrusive_ptr<c10d::Work> point_to_point(std::vector<at::Tensor> &tensors, int peer, int tag, bool sending);
+  // send, recv and recvAnysource (`type`) of the one tensor in `tensors`, with `peer`.
+  c10::intrusive_ptr<c10d::Work> point_to_point(std::vector<at::Tensor> &tensors, int peer, int tag, c10d::OpType type);
 
   std::shared_ptr<Comm> comm_;
   std::chrono::milliseconds timeout_;

@@ -66,6 +66,8 @@ Work::~Work() {
 }
 
 Work::Released Work::settle(pg_status st, const std::string &error) {
+  if (st == PG_OK && (op_.type == c10d::OpType::RECV || op_.type == c10d::OpType::RECVANYSOURCE))
+    pg_work_source(pending_, &source_);
   if (st == PG_OK) {
     try {
       for (auto &copy : op_.finish) copy();
@@ -130,6 +132,11 @@ bool Work::isSuccess() const { return published_ && !error_; }
 std::exception_ptr Work::exception() const { return error_; }
 
 std::vector<at::Tensor> Work::result() { return op_.outputs; }
+
+int Work::sourceRank() const {
+  if (source_ < 0) raise("pgstrategy: sourceRank() is known once a receive has finished");
+  return source_;
+}
 
 bool Work::wait(std::chrono::milliseconds timeout) {
   const std::chrono::milliseconds limit = timeout == ::kNoTimeout ? op_.timeout : timeout;

@@ -45,11 +45,18 @@ class Pending final : public Request {
     finish_.clear();
   }
 
+  // A receive: its first request's sender is reported (source()).
+  void report_source() { report_source_ = true; }
+  int source() const override { return source_; }
+
   pg_status test(bool *done) override {
     int flag = 1;
-    if (!requests_.empty())
+    if (!requests_.empty()) {
+      std::vector<MPI_Status> statuses(report_source_ ? requests_.size() : 0);
       PG_MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
-                               MPI_STATUSES_IGNORE));
+                               report_source_ ? statuses.data() : MPI_STATUSES_IGNORE));
+      if (flag && report_source_) source_ = statuses[0].MPI_SOURCE;
+    }
     *done = flag != 0;
     if (*done) finish_now();
     return PG_OK;
@@ -74,6 +81,8 @@ class Pending final : public Request {
   std::vector<std::vector<char>> stages_;
   std::vector<std::shared_ptr<void>> kept_;
   std::vector<std::function<void()>> finish_;
+  bool report_source_ = false;
+  int source_ = -1;
 };
 
 // Derived datatypes made for one call, freed when it has been issued (MPI

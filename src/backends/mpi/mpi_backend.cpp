@@ -128,6 +128,7 @@ class MpiBackend final : public Backend {
       : g_{ctx.comm, ctx.rank, ctx.size, settings.chunk}, block_(settings.block) {}
 
   bool implements(Coll) const override { return true; }
+  bool receives_from_any() const override { return true; }
 
   // PGS_MPI_WAIT=poll (the default): a blocking call is issued nonblocking and
   // polled (util/poll.h), because MPI cannot interrupt a blocking call and
@@ -352,16 +353,24 @@ class MpiBackend final : public Backend {
     }
     const MPI_Datatype type = datatype(a.dtype);
     const std::size_t esize = dtype_size(a.dtype);
+    const int peer = a.peer == PG_ANY_SOURCE ? MPI_ANY_SOURCE : a.peer;
+    if (a.coll == Coll::recv && io.nonblocking) {
+      // Chunks from any source could each match another sender's message.
+      if (peer == MPI_ANY_SOURCE && a.count > g_.chunk)
+        return fail(PG_ERR_UNSUPPORTED, "pg_irecv: a receive from any source of %zu elements takes several MPI "
+                    "messages (at most %zu elements each); name the sender", a.count, g_.chunk);
+      io.pending.report_source();
+    }
     for (std::size_t off = 0; off < a.count || off == 0; off += g_.chunk) {
       const int n = g_.len(a.count, off);
       if (a.coll == Coll::send)
         PG_MPI_CALL(io, MPI_Send, MPI_Isend, static_cast<const char *>(a.send) + off * esize, n, type,
                     a.peer, a.tag, g_.comm);
       else if (io.nonblocking)
-        PG_MPI_CHECK(MPI_Irecv(static_cast<char *>(a.recv) + off * esize, n, type, a.peer, a.tag, g_.comm,
+        PG_MPI_CHECK(MPI_Irecv(static_cast<char *>(a.recv) + off * esize, n, type, peer, a.tag, g_.comm,
                                io.pending.add()));
       else
-        PG_MPI_CHECK(MPI_Recv(static_cast<char *>(a.recv) + off * esize, n, type, a.peer, a.tag, g_.comm,
+        PG_MPI_CHECK(MPI_Recv(static_cast<char *>(a.recv) + off * esize, n, type, peer, a.tag, g_.comm,
                               MPI_STATUS_IGNORE));
       if (a.count == 0) break;
     }
@@ -398,17 +407,20 @@ class MpiBackend final : public Backend {
   pg_status receive(const CollArgs &a) {
     const MPI_Datatype type = datatype(a.dtype);
     const std::size_t esize = dtype_size(a.dtype);
+    int from = a.peer == PG_ANY_SOURCE ? MPI_ANY_SOURCE : a.peer;  // the first chunk's sender sends the rest
     for (std::size_t off = 0; off < a.count || off == 0; off += g_.chunk) {
       bool arrived = false;
+      MPI_Status status;
       PG_CHECK(poll(
           [&](bool *d) {
             int found = 0;
-            PG_MPI_CHECK(MPI_Iprobe(a.peer, a.tag, g_.comm, &found, MPI_STATUS_IGNORE));
+            PG_MPI_CHECK(MPI_Iprobe(from, a.tag, g_.comm, &found, &status));
             *d = found != 0;
             return PG_OK;
           },
           Until{}, &arrived));
-      PG_MPI_CHECK(MPI_Recv(static_cast<char *>(a.recv) + off * esize, g_.len(a.count, off), type, a.peer, a.tag,
+      from = status.MPI_SOURCE;
+      PG_MPI_CHECK(MPI_Recv(static_cast<char *>(a.recv) + off * esize, g_.len(a.count, off), type, from, a.tag,
                             g_.comm, MPI_STATUS_IGNORE));
       if (a.count == 0) break;
     }
