@@ -16,6 +16,8 @@ test (a hang is a failure, never a CTest timeout).
   threads    one thread waits on an irecv while another posts the isend its
              peer waits for
   split      split_group leaving rank 1 out: rank 1 gets no group
+  coalesce   torch's coalescing manager (two all_reduces and a broadcast as one
+             work) and batch_isend_irecv (which coalesces through it)
   detail     (TORCH_DISTRIBUTED_DEBUG=DETAIL) errored() and describe() reach
              the backend through torch's checking wrapper
 
@@ -154,6 +156,28 @@ def split(c):
                 f"rank 1, left out, gets no group: {members!r}")
 
 
+def coalesce(c):
+    group = pair()
+    a, b, r = torch.full((5,), rank + 1.0), torch.full((3,), 10.0 * (rank + 1)), torch.full((2,), float(rank))
+    with dist._coalescing_manager(group, device=torch.device("cpu"), async_ops=True) as manager:
+        dist.all_reduce(a, group=group)
+        dist.all_reduce(b, group=group)
+    manager.wait()
+    c.equal(a, torch.full((5,), 3.0), "the first all_reduce of the coalesced pair")
+    c.equal(b, torch.full((3,), 30.0), "the second all_reduce of the coalesced pair")
+    group._start_coalescing(torch.device("cpu"))
+    dist.broadcast(r, 1, group=group)
+    work = group._end_coalescing(torch.device("cpu"))
+    work.get_future().wait()
+    c.equal(r, torch.ones(2), "a broadcast coalesced through start/end, its future")
+    sent, got = torch.full((4,), float(rank)), torch.zeros(4)
+    ops = [dist.P2POp(dist.isend, sent, peer, group=group), dist.P2POp(dist.irecv, got, peer, group=group)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    c.equal(got, torch.full((4,), float(peer)), "batch_isend_irecv")
+    dist.destroy_process_group(group)
+
+
 def detail(c):
     group = pair()
     t = torch.ones(4)
@@ -168,7 +192,7 @@ def detail(c):
 
 
 PARTS = {"dropped": dropped, "future": future, "late": late, "splits": splits, "threads": threads,
-         "split": split, "detail": detail}
+         "split": split, "coalesce": coalesce, "detail": detail}
 
 
 def bounded(part):

@@ -9,11 +9,14 @@ meet through a FileStore; the backend brings MPI up through it (no MPI
 launcher). Tests gated to named built-in backends, or needing GPUs, skip by
 torch's own rules.
 
-    python tests/python/torch_suite.py [unittest arguments, e.g. -k allreduce]
+    python tests/python/torch_suite.py [unittest arguments, e.g. -k all_reduce]
 
 Environment: WORLD_SIZE (default 2), PGS_BACKEND (what runs underneath,
-default the device default, mpi), PGS_SUITE_SKIP: ``;``-separated test names
-this run leaves out (the differences docs/pytorch.md lists).
+default the device default, mpi), PGS_SUITE_LIST: a file of test names to run
+(one a line, ``#`` comments; torch_suite_cpu.txt lists those that apply on
+CPU), PGS_SUITE_MATCH: of those, the ones whose name contains it,
+PGS_SUITE_SKIP: ``;``-separated test names this run leaves out (the
+differences docs/pytorch.md lists).
 """
 
 import os
@@ -44,6 +47,12 @@ class TestPgstrategyBackend(TestDistBackend, DistributedTest._DistTestBase):
 for name in filter(None, os.environ.get("PGS_SUITE_SKIP", "").split(";")):
     skip = unittest.skip("a difference from torch's own backends that docs/pytorch.md lists")
     setattr(TestPgstrategyBackend, name, skip(getattr(TestPgstrategyBackend, name)))
+
+if os.environ.get("PGS_SUITE_LIST"):
+    with open(os.environ["PGS_SUITE_LIST"], encoding="utf-8") as listed:
+        names = [line.strip() for line in listed if line.strip() and not line.startswith("#")]
+    match = os.environ.get("PGS_SUITE_MATCH", "")
+    sys.argv += [f"TestPgstrategyBackend.{name}" for name in names if match in name]
 
 if __name__ == "__main__":
     sys.exit(run_tests())

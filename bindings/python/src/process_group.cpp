@@ -80,7 +80,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::launch(Operation op, const Call &ca
     started(call(s, &w));
     if (w) comm_->started(w);
     lock.unlock();
-    return c10::make_intrusive<Work>(comm_, w, std::move(op), rank_);
+    return issued(c10::make_intrusive<Work>(comm_, w, std::move(op), rank_));
   }
   // Enqueued on torch's current stream: staging copies, the collective and
   // the copies back run in that order on it.
@@ -93,7 +93,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::launch(Operation op, const Call &ca
   op.finish.clear();
   op.keep.clear();
   lock.unlock();
-  return c10::make_intrusive<Work>(comm_, nullptr, std::move(op), rank_);
+  return issued(c10::make_intrusive<Work>(comm_, nullptr, std::move(op), rank_));
+}
+
+c10::intrusive_ptr<Work> ProcessGroup::issued(c10::intrusive_ptr<Work> work) {
+  if (coalescing_) coalesced_.push_back(work);
+  return work;
+}
+
+void ProcessGroup::startCoalescing() {
+  if (coalescing_) raise("pgstrategy: startCoalescing while this group is coalescing already");
+  coalescing_ = true;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::endCoalescing() {
+  if (!coalescing_) raise("pgstrategy: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  return c10::make_intrusive<CoalescedWork>(std::move(coalesced_), rank_);
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> ProcessGroup::getBackendOptions() {

@@ -162,6 +162,27 @@ class Work final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
+// The works issued between startCoalescing and endCoalescing, as one (torch's
+// coalescing manager, batch_isend_irecv): finished when each has; its future's
+// value is their outputs, in the order they were issued; wait(timeout) gives
+// each that long.
+class CoalescedWork final : public c10d::Work {
+ public:
+  // (pgstrategy_torch::Work: inside this class, Work names c10d::Work.)
+  CoalescedWork(std::vector<c10::intrusive_ptr<pgstrategy_torch::Work>> works, int rank);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
+  void synchronize() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  std::vector<c10::intrusive_ptr<pgstrategy_torch::Work>> works_;
+};
+
 class ProcessGroup final : public c10d::Backend {
  public:
   ProcessGroup(int rank, int size, const std::vector<int64_t> &global_ranks, std::string backend,
@@ -177,6 +198,11 @@ class ProcessGroup final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store> &store, const std::vector<int> &ranks,
                                           const c10::intrusive_ptr<c10d::Backend::Options> &opts) override;
+  // Coalescing groups the calls between start and end into one work; each is
+  // already a nonblocking work issued in order, so nothing waits to be fused.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
   // torch.distributed.destroy_process_group: the strategies go now.
   void shutdown() override;
   // ProcessGroup.abort (torchft's abort): pg_strategy_abort of the group's
@@ -244,6 +270,8 @@ class ProcessGroup final : public c10d::Backend {
   Operation operation(const char *name, c10d::OpType type, const c10::Device &device,
                       std::chrono::milliseconds timeout) const;
   c10::intrusive_ptr<c10d::Work> launch(Operation op, const Call &call);
+  // A work launch made: kept for endCoalescing while the group coalesces.
+  c10::intrusive_ptr<Work> issued(c10::intrusive_ptr<Work> work);
   // send, recv and recvAnysource (`type`) of the one tensor in `tensors`, with `peer`.
   c10::intrusive_ptr<c10d::Work> point_to_point(std::vector<at::Tensor> &tensors, int peer, int tag, c10d::OpType type);
 
@@ -251,6 +279,8 @@ class ProcessGroup final : public c10d::Backend {
   std::chrono::milliseconds timeout_;
   std::string backend_;              // the pgstrategy backend asked for ("": the default rule)
   std::vector<int64_t> world_ranks_; // this group's ranks in MPI_COMM_WORLD, in group order
+  bool coalescing_ = false;          // between startCoalescing and endCoalescing
+  std::vector<c10::intrusive_ptr<Work>> coalesced_;
 };
 
 // Interpreter exit (called from Python's atexit, before Python tears down):

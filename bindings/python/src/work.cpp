@@ -176,4 +176,44 @@ c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
   return future_;
 }
 
+CoalescedWork::CoalescedWork(std::vector<c10::intrusive_ptr<pgstrategy_torch::Work>> works, int rank)
+    : c10d::Work(rank, c10d::OpType::COALESCED), works_(std::move(works)) {}
+
+bool CoalescedWork::isCompleted() {
+  return std::all_of(works_.begin(), works_.end(), [](const auto &w) { return w->isCompleted(); });
+}
+
+bool CoalescedWork::isSuccess() const {
+  return std::all_of(works_.begin(), works_.end(), [](const auto &w) { return w->isSuccess(); });
+}
+
+std::exception_ptr CoalescedWork::exception() const {
+  for (const auto &w : works_)
+    if (std::exception_ptr e = w->exception()) return e;
+  return nullptr;
+}
+
+std::vector<at::Tensor> CoalescedWork::result() {
+  std::vector<at::Tensor> outputs;
+  for (const auto &w : works_)
+    for (const at::Tensor &t : w->result()) outputs.push_back(t);
+  return outputs;
+}
+
+bool CoalescedWork::wait(std::chrono::milliseconds timeout) {
+  for (const auto &w : works_) w->wait(timeout);
+  return true;
+}
+
+void CoalescedWork::synchronize() { wait(); }
+
+c10::intrusive_ptr<c10::ivalue::Future> CoalescedWork::getFuture() {
+  static const c10::TypePtr kTensors = c10::ListType::create(c10::TensorType::get());
+  c10::List<c10::intrusive_ptr<c10::ivalue::Future>> futures(c10::FutureType::create(kTensors));
+  for (const auto &w : works_) futures.push_back(w->getFuture());
+  // An error of any of them is the whole one's (collectAll passes it on; then skips the callback).
+  return c10::collectAll(futures)->then([outputs = result()](c10::ivalue::Future &) { return c10::IValue(outputs); },
+                                        kTensors);
+}
+
 }  // namespace pgstrategy_torch
