@@ -207,8 +207,22 @@ def bad_calls(c, rank, size, pgstrategy_torch):
     c.equal(z, torch.full((3,), complex(sum(range(size)), size), dtype=torch.complex64), "all_reduce of complex64")
     c.raises(lambda: dist.all_reduce(torch.zeros(3, dtype=torch.int32), op=Op.AVG), "PG_ERR_UNSUPPORTED",
              "AVG on int32 (the library refuses the pair)")
-    c.raises(lambda: dist.all_reduce(torch.zeros(3), op=dist._make_nccl_premul_sum(2.0)),
-             "PREMUL_SUM is not supported", "PREMUL_SUM")
+    # PREMUL_SUM: each input times the factor, then summed; the caller's input
+    # of a reduce_scatter stays as it was
+    p = torch.full((3,), rank + 1.0)
+    dist.all_reduce(p, op=dist._make_nccl_premul_sum(0.5))
+    c.equal(p, torch.full((3,), 0.5 * size * (size + 1) / 2), "all_reduce PREMUL_SUM(0.5)")
+    given = torch.full((2 * size,), rank + 1.0)
+    out = torch.zeros(2)
+    dist.reduce_scatter_tensor(out, given, op=dist._make_nccl_premul_sum(torch.tensor([2.0])))
+    c.equal(out, torch.full((2,), 2.0 * size * (size + 1) / 2), "reduce_scatter_tensor PREMUL_SUM(tensor 2.0)")
+    c.equal(given, torch.full((2 * size,), rank + 1.0), "the reduce_scatter's input, untouched by the factor")
+    # float8 moves (as bytes) but does not reduce
+    f8 = torch.full((4,), float(rank), dtype=torch.float32).to(torch.float8_e4m3fn)
+    dist.broadcast(f8, 0)
+    c.equal(f8.float(), torch.zeros(4), "broadcast of float8_e4m3fn")
+    c.raises(lambda: dist.all_reduce(torch.zeros(3, dtype=torch.float8_e5m2)), "do not reduce",
+             "all_reduce of float8_e5m2")
     backend = dist.group.WORLD._get_backend(torch.device("cpu"))
     opts = dist.BroadcastOptions()
     opts.rootRank = size
