@@ -131,7 +131,8 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroup::split(const c10::intrusive_ptr<c
     if (ranks[i] == rank_) mine = static_cast<int>(i);
     world.push_back(world_ranks_[static_cast<std::size_t>(ranks[i])]);
   }
-  if (mine < 0) return nullptr;  // not a member: torch's NON_GROUP_MEMBER (the members' communicator needs no part of it)
+  // Not a member: torch's NON_GROUP_MEMBER (the members' communicator needs no part of it).
+  if (mine < 0) return nullptr;
   const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
   return c10::make_intrusive<ProcessGroup>(mine, static_cast<int>(ranks.size()), world, backend_, timeout);
 }
