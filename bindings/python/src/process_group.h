@@ -69,7 +69,9 @@ class Comm {
   void abort();
   // The library works started and not yet freed (under `mutex`).
   void started(pg_work *w) { unfinished_.push_back(w); }
-  void settled(pg_work *w) { unfinished_.erase(std::remove(unfinished_.begin(), unfinished_.end(), w), unfinished_.end()); }
+  void settled(pg_work *w) {
+    unfinished_.erase(std::remove(unfinished_.begin(), unfinished_.end(), w), unfinished_.end());
+  }
   // The first failure of an operation of the group, or the abort: "" when none.
   void record_error(const std::string &message);
   std::string error() const;
