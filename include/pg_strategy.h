@@ -476,9 +476,10 @@ PG_API pg_status pg_scatterv(pg_strategy *s, const void *sendbuf, const size_t *
 /** @} */
 
 /** Point-to-point (local to the pair). tag >= 0. A receive's peer may be
- * PG_ANY_SOURCE: the first matching message from any rank (MPI_ANY_SOURCE; the
- * mpi and fairring backends; others return PG_ERR_UNSUPPORTED); a nonblocking
- * receive then tells the sender through pg_work_source. */
+ * PG_ANY_SOURCE: the first matching message from any rank (MPI_ANY_SOURCE), on
+ * the mpi backend and on those whose point-to-point it serves (fairring, a
+ * table without send and recv); others return PG_ERR_UNSUPPORTED at the call.
+ * A nonblocking receive then names the sender through pg_work_source. */
 #define PG_ANY_SOURCE (-1)
 PG_API pg_status pg_send(pg_strategy *s, const void *buf, size_t count, pg_dtype dtype, int peer,
                          int tag);
