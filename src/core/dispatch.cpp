@@ -51,6 +51,7 @@ std::string missing_ranks(const std::vector<MPI_Request> &receives) {
 }
 
 bool settle(pg_work *w, double timeout_s);
+pg_status check_source(pg_strategy *s, const CollArgs &a);
 bool drive(pg_work *w, double timeout_s);
 void try_drive(pg_work *w);
 
@@ -212,7 +213,7 @@ pg_status check_counts(pg_strategy *s, const CollArgs &a) {
 // compares what it was asked to run before a collective; a mismatch, or a bad
 // argument on any rank, fails every rank.
 pg_status enter(pg_strategy *s, const CollArgs &a, pg_status local, bool nonblocking) {
-  if (is_point_to_point(a.coll)) return local;
+  if (is_point_to_point(a.coll)) return local == PG_OK ? check_source(s, a) : local;
   ++s->sequence;
   if (!s->settings.debug_detail) return local;
   watchdog::Scope watched(s, a.coll, s->sequence);  // a rank that never arrives hangs the check itself
@@ -237,8 +238,8 @@ pg_status pick(pg_strategy *s, Coll coll, Instance **out) {
   return PG_OK;
 }
 
-// A receive from any source goes to a backend that has one (before the call
-// is queued or issued, so that the caller learns at once).
+// A receive from any source goes to a backend that has one (checked as the
+// call enters, before it is queued or issued, so that the caller learns at once).
 pg_status check_source(pg_strategy *s, const CollArgs &a) {
   if (a.coll != Coll::recv || a.peer != PG_ANY_SOURCE) return PG_OK;
   Instance *inst = nullptr;
@@ -459,7 +460,6 @@ pg_status execute_beside(pg_strategy *s, const CollArgs &a, std::uint64_t trace_
 pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   CancelScope abortable(&s->aborted, s->alarm.get());
   PG_CHECK(check_peers(s));
-  PG_CHECK(check_source(s, args));
   const pg_status entered = enter(s, args, local, false);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
   if (entered != PG_OK || trivial(args)) return op.end(entered);
@@ -475,7 +475,6 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
   *out = nullptr;
   CancelScope abortable(&s->aborted, s->alarm.get());
   PG_CHECK(check_peers(s));
-  PG_CHECK(check_source(s, args));
   const pg_status entered = enter(s, args, local, true);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args), trace::kNonblocking);
   if (entered != PG_OK) return op.end(entered);

@@ -217,6 +217,8 @@ def bad_calls(c, rank, size, pgstrategy_torch):
     dist.reduce_scatter_tensor(out, given, op=dist._make_nccl_premul_sum(torch.tensor([2.0])))
     c.equal(out, torch.full((2,), 2.0 * size * (size + 1) / 2), "reduce_scatter_tensor PREMUL_SUM(tensor 2.0)")
     c.equal(given, torch.full((2 * size,), rank + 1.0), "the reduce_scatter's input, untouched by the factor")
+    c.raises(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist._make_nccl_premul_sum(2.0)),
+             "needs a floating-point tensor", "PREMUL_SUM on int32")
     # float8 moves (as bytes) but does not reduce
     f8 = torch.full((4,), float(rank), dtype=torch.float32).to(torch.float8_e4m3fn)
     dist.broadcast(f8, 0)

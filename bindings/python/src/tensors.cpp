@@ -45,6 +45,9 @@ pg_op op_of(const c10d::ReduceOp &op, const at::Tensor &t, const char *what) {
   if (at::isFloat8Type(t.scalar_type()))
     raise(c10::str("pgstrategy ", what, ": ", t.scalar_type(),
                    " tensors move (broadcast, allgather, all_to_all, send, ...) but do not reduce"));
+  if (op.op_ == c10d::ReduceOp::PREMUL_SUM && !at::isFloatingType(t.scalar_type()))
+    raise(c10::str("pgstrategy ", what, ": ReduceOp.PREMUL_SUM multiplies by a factor: it needs a floating-point "
+                   "tensor (float16, bfloat16, float32, float64); got ", t.scalar_type()));
   switch (op.op_) {
     case c10d::ReduceOp::PREMUL_SUM:  // the inputs are multiplied first (premultiply)
     case c10d::ReduceOp::SUM: return logical ? PG_MAX : PG_SUM;

@@ -52,10 +52,10 @@ class Pending final : public Request {
   pg_status test(bool *done) override {
     int flag = 1;
     if (!requests_.empty()) {
-      std::vector<MPI_Status> statuses(report_source_ ? requests_.size() : 0);
+      if (report_source_) statuses_.resize(requests_.size());
       PG_MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
-                               report_source_ ? statuses.data() : MPI_STATUSES_IGNORE));
-      if (flag && report_source_) source_ = statuses[0].MPI_SOURCE;
+                               report_source_ ? statuses_.data() : MPI_STATUSES_IGNORE));
+      if (flag && report_source_) source_ = statuses_[0].MPI_SOURCE;
     }
     *done = flag != 0;
     if (*done) finish_now();
@@ -82,6 +82,7 @@ class Pending final : public Request {
   std::vector<std::shared_ptr<void>> kept_;
   std::vector<std::function<void()>> finish_;
   bool report_source_ = false;
+  std::vector<MPI_Status> statuses_;  // a receive's, kept between tests
   int source_ = -1;
 };
 

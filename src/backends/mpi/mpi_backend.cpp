@@ -355,10 +355,10 @@ class MpiBackend final : public Backend {
     const std::size_t esize = dtype_size(a.dtype);
     const int peer = a.peer == PG_ANY_SOURCE ? MPI_ANY_SOURCE : a.peer;
     if (a.coll == Coll::recv && io.nonblocking) {
-      // Chunks from any source could each match another sender's message.
-      if (peer == MPI_ANY_SOURCE && a.count > g_.chunk)
-        return fail(PG_ERR_UNSUPPORTED, "pg_irecv: a receive from any source of %zu elements takes several MPI "
-                    "messages (at most %zu elements each); name the sender", a.count, g_.chunk);
+      // Chunks from any source could each match another sender's message: no
+      // native start, so the library runs the blocking receive (whose later
+      // chunks follow the first one's sender) on its progress thread.
+      if (peer == MPI_ANY_SOURCE && a.count > g_.chunk) return PG_ERR_UNSUPPORTED;
       io.pending.report_source();
     }
     for (std::size_t off = 0; off < a.count || off == 0; off += g_.chunk) {
