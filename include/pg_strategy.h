@@ -498,7 +498,10 @@ PG_API pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcou
  * finishes those started before it), and blocking collectives on the strategy
  * (pg_mem_alloc, pg_mem_free and pg_strategy_split included) run after the
  * collective works started before them. Point-to-point works are not ordered
- * with collectives. Backends without native nonblocking
+ * with collectives; a blocking point-to-point call waits for the
+ * point-to-point works started before it to be posted, not to finish (where
+ * the backend has native nonblocking point-to-point entries: mpi's and those
+ * that fall back to them). Backends without native nonblocking
  * entries run on a per-strategy progress thread when MPI's thread level is
  * MPI_THREAD_MULTIPLE; below it the call completes before returning.
  * A nonblocking call does not match its blocking twin (as in MPI): every rank

@@ -341,22 +341,48 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
   return st != PG_OK ? st : sent;
 }
 
+// A queued point-to-point operation started natively passes to its work once
+// posted: MPI needs such operations posted in order, not finished in order,
+// and one finished on the progress thread would hold back this rank's later
+// calls, a peer's matching operation perhaps waiting for one of them (a send
+// too large to go eagerly, a receive posted later). The thread that started
+// it moves it from now on, as one started at once.
+void hand_over(pg_strategy *s, pg_work *w, std::unique_ptr<Request> request) {
+  std::lock_guard<std::mutex> works(s->works_mutex);
+  std::lock_guard<std::mutex> lock(w->mutex);
+  w->native = std::move(request);
+  set_progress_hook(move_started_elsewhere);
+  w->finished_cv.notify_all();  // a wait for the queued work now moves it itself
+}
+
 // The body of a nonblocking operation that could not start at once. It issues
 // the same MPI calls as one started at once (the backend's native start, else
 // its blocking entry), so whether this rank's queue was busy never changes what
-// its peers must match.
-pg_status execute_nonblocking(pg_strategy *s, const CollArgs &a, std::uint64_t sequence) {
+// its peers must match. *request is left with what started natively.
+pg_status start_queued(pg_strategy *s, const CollArgs &a, std::uint64_t sequence, std::unique_ptr<Request> *request) {
   if (s->aborted) return aborted();               // queued before pg_strategy_abort: in flight
   PG_CHECK(check_usable(coll_name(a.coll), s));  // queued work after a failure does not run
   Instance *inst = nullptr;
   PG_CHECK(pick(s, a.coll, &inst));
   if (inst != s->primary.get()) trace::annotate_fallback();
-  std::unique_ptr<Request> request;
-  pg_status st = inst->backend->start(a, &request);
-  if (st == PG_ERR_UNSUPPORTED) return execute(s, a, sequence);
-  watchdog::Scope watched(s, a.coll, sequence);
-  if (st == PG_OK) st = request->wait();
+  const pg_status st = inst->backend->start(a, request);
+  if (st == PG_ERR_UNSUPPORTED) {
+    request->reset();
+    return execute(s, a, sequence);
+  }
   return poison_on_failure(s, st);
+}
+
+// A queued task: runs w's operation and completes w, or hands it over.
+void execute_nonblocking(pg_strategy *s, pg_work *w, const CollArgs &a, std::uint64_t sequence) {
+  std::unique_ptr<Request> request;
+  pg_status st = start_queued(s, a, sequence, &request);
+  if (st == PG_OK && request && is_point_to_point(a.coll)) return hand_over(s, w, std::move(request));
+  if (st == PG_OK && request) {
+    watchdog::Scope watched(s, a.coll, sequence);
+    st = poison_on_failure(s, request->wait());
+  }
+  complete(w, st, last_error());
 }
 
 }  // namespace
@@ -463,9 +489,15 @@ pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
   const pg_status entered = enter(s, args, local, false);
   trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
   if (entered != PG_OK || trivial(args)) return op.end(entered);
-  // Blocking collectives run after the work started before them.
-  s->progress.drain(move_started_elsewhere);
-  if (!is_point_to_point(args.coll)) settle_started(s);
+  // Blocking collectives run after the work started before them; blocking
+  // point-to-point calls after the point-to-point work queued before them
+  // has been posted (MPI matches in posting order).
+  if (is_point_to_point(args.coll)) {
+    s->progress.drain_point_to_point(move_started_elsewhere);
+  } else {
+    s->progress.drain(move_started_elsewhere);
+    settle_started(s);
+  }
   trace::Current current(s->trace.get(), op.seq());
   if (run_beside(s, args)) return op.end(execute_beside(s, args, op.seq()));
   return op.end(execute(s, args, s->sequence));
@@ -518,14 +550,14 @@ pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work *
       const std::uint64_t sequence = s->sequence;
       auto body = [s, raw, a, sequence, before] {
         for (pg_work *earlier : before) drive(earlier, -1);
-        complete(raw, execute_nonblocking(s, a, sequence), last_error());
+        execute_nonblocking(s, raw, a, sequence);
       };
       if (runtime::thread_level() == MPI_THREAD_MULTIPLE) {
         s->progress.submit([s, raw, body] {
           CancelScope abortable(&s->aborted, s->alarm.get());
           trace::Current current(s->trace.get(), raw->trace_seq);
           body();
-        });
+        }, is_point_to_point(a.coll));
       } else {
         body();
       }
@@ -601,25 +633,35 @@ void try_drive(pg_work *w) {
   w->driving.store(false, std::memory_order_release);
 }
 
+// Whether the calling thread moves w itself: started natively (at once, or
+// handed over by its queued task) and not adopted by a queued task.
+bool moved_here(pg_work *w) {
+  std::lock_guard<std::mutex> lock(w->mutex);
+  return w->native && !w->adopted;
+}
+
 // Brings w up to date, waiting up to `timeout_s` (< 0: until it finishes);
 // true when it has finished. A work this thread does not move (queued, or
 // adopted by a queued task) is waited for, while this thread moves its other
 // works every 200 us: the progress thread may be waiting for a peer that
 // waits for one of them.
 bool settle(pg_work *w, double timeout_s) {
-  if (w->native && !w->adopted) return drive(w, timeout_s);
   using Clock = std::chrono::steady_clock;
   constexpr std::chrono::microseconds kMoveEvery{200};
   const Clock::time_point deadline =
       timeout_s < 0 ? Clock::time_point::max()
                     : Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  while (!w->finished && Clock::now() < deadline) {
+  while (true) {
+    if (moved_here(w)) {
+      if (timeout_s < 0) return drive(w, -1);
+      return drive(w, std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count()));
+    }
+    if (w->finished || Clock::now() >= deadline) return w->finished;
     move_started_elsewhere();
     std::unique_lock<std::mutex> lock(w->mutex);
     const Clock::time_point next = std::min(deadline, Clock::now() + kMoveEvery);
-    w->finished_cv.wait_until(lock, next, [w] { return w->finished.load(); });
+    w->finished_cv.wait_until(lock, next, [w] { return w->finished.load() || w->native; });
   }
-  return w->finished;
 }
 
 // settle, after the collectives of its strategy started before w (works finish

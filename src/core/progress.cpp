@@ -2,10 +2,11 @@
 
 namespace pg {
 
-void Progress::submit(std::function<void()> task) {
+void Progress::submit(std::function<void()> task, bool point_to_point) {
   std::lock_guard<std::mutex> lock(mutex_);
   outstanding_.fetch_add(1);
-  queue_.push_back(std::move(task));
+  point_to_point_ += point_to_point;
+  queue_.push_back({std::move(task), point_to_point});
   if (!thread_.joinable()) {
     stopping_ = false;
     thread_ = std::thread(&Progress::loop, this);
@@ -13,16 +14,24 @@ void Progress::submit(std::function<void()> task) {
   wake_.notify_one();
 }
 
-void Progress::drain(void (*meanwhile)()) {
+template <class Done>
+void Progress::wait_for_tasks(void (*meanwhile)(), Done done) {
   if (outstanding_.load() == 0) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto empty = [this] { return queue_.empty() && !busy_; };
-  if (!meanwhile) return idle_.wait(lock, empty);
-  while (!idle_.wait_for(lock, std::chrono::microseconds(200), empty)) {
+  if (!meanwhile) return idle_.wait(lock, done);
+  while (!idle_.wait_for(lock, std::chrono::microseconds(200), done)) {
     lock.unlock();
     meanwhile();
     lock.lock();
   }
+}
+
+void Progress::drain(void (*meanwhile)()) {
+  wait_for_tasks(meanwhile, [this] { return queue_.empty() && !busy_; });
+}
+
+void Progress::drain_point_to_point(void (*meanwhile)()) {
+  wait_for_tasks(meanwhile, [this] { return point_to_point_ == 0; });
 }
 
 bool Progress::idle() { return outstanding_.load() == 0; }
@@ -57,15 +66,16 @@ void Progress::loop() {
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything queued has run
-    std::function<void()> task = std::move(queue_.front());
+    Task task = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    task();
+    task.run();
     lock.lock();
     busy_ = false;
     outstanding_.fetch_sub(1);
-    if (queue_.empty()) idle_.notify_all();
+    point_to_point_ -= task.point_to_point;
+    if (queue_.empty() || task.point_to_point) idle_.notify_all();
   }
 }
 

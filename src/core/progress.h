@@ -19,11 +19,15 @@ class Progress {
   Progress &operator=(const Progress &) = delete;
   ~Progress() { stop(); }
 
-  // Queues a task; the thread starts with the first one.
-  void submit(std::function<void()> task);
+  // Queues a task; the thread starts with the first one. A point-to-point
+  // task is one drain_point_to_point waits for.
+  void submit(std::function<void()> task, bool point_to_point = false);
   // Waits until every queued task has run; `meanwhile`, when given, is called
   // every 200 us of the wait.
   void drain(void (*meanwhile)() = nullptr);
+  // drain, for the point-to-point tasks only (those queued behind others
+  // included).
+  void drain_point_to_point(void (*meanwhile)());
   bool idle();
   // Whether the calling thread is this progress thread.
   bool on_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
@@ -34,12 +38,19 @@ class Progress {
   bool abandon(std::chrono::milliseconds wait);
 
  private:
+  struct Task {
+    std::function<void()> run;
+    bool point_to_point;
+  };
   void loop();
+  template <class Done>
+  void wait_for_tasks(void (*meanwhile)(), Done done);
 
   std::mutex mutex_;
   std::condition_variable wake_, idle_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<Task> queue_;
   bool busy_ = false, stopping_ = false;
+  int point_to_point_ = 0;  // point-to-point tasks queued or running
   // Tasks submitted and not yet finished: blocking calls check it without the
   // lock, so a strategy that never queues pays nothing.
   std::atomic<int> outstanding_{0};

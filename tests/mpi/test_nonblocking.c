@@ -143,6 +143,52 @@ static void check_backend(const char *backend) {
   PG_TEST_STATUS(pg_work_source(sent, &ignored), PG_ERR_STATE); /* a send has no sender to report */
   PG_TEST_STATUS(pg_work_free(sent), PG_OK);
 
+  pg_test_step("%s: a started send does not hold back later calls", backend);
+  /* Legal MPI that deadlocks if a queued send or collective had to finish
+   * before a later blocking point-to-point call starts: each rank sends its
+   * neighbour a message too large to go eagerly and receives blocking; then
+   * a started allreduce, a send to the next rank, which receives before its
+   * allreduce. Not the second where the allreduce waits for every rank as it
+   * starts: a backend without native nonblocking entries below
+   * MPI_THREAD_MULTIPLE (it completes in the call), PGS_DEBUG=detail (its
+   * check). */
+  {
+    int level = 0;
+    MPI_Query_thread(&level);
+    const char *debug = getenv("PGS_DEBUG");
+    const int allreduce_waits = (strcmp(backend, "plain") == 0 && level < MPI_THREAD_MULTIPLE) ||
+                                (debug && strcmp(debug, "detail") == 0);
+    enum { BIG = 1 << 18 };
+    int *out = malloc(BIG * sizeof(int)), *in = malloc(BIG * sizeof(int));
+    for (int i = 0; i < BIG; ++i) out[i] = rank * 7 + i;
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    pg_work *sending = NULL, *summing = NULL;
+    PG_TEST_STATUS(pg_isend(s, out, BIG, PG_INT32, next, 14, &sending), PG_OK);
+    PG_TEST_STATUS(pg_recv(s, in, BIG, PG_INT32, prev, 14), PG_OK);
+    PG_TEST_STATUS(pg_work_wait(sending, -1), PG_OK);
+    PG_TEST_STATUS(pg_work_free(sending), PG_OK);
+    PG_TEST_TRUE(in[0] == prev * 7 && in[BIG - 1] == prev * 7 + BIG - 1, "exchange: %d %d", in[0], in[BIG - 1]);
+    /* (One rank would send to itself blocking: not legal MPI.) */
+    if (size > 1 && !allreduce_waits) {
+      double one = 1.0, total = 0.0;
+      int token_in = -1;
+      if (rank == 0) {
+        PG_TEST_STATUS(pg_iallreduce(s, &one, &total, 1, PG_FLOAT64, PG_SUM, &summing), PG_OK);
+        PG_TEST_STATUS(pg_send(s, &rank, 1, PG_INT32, next, 15), PG_OK);
+        PG_TEST_STATUS(pg_work_wait(summing, -1), PG_OK);
+        PG_TEST_STATUS(pg_work_free(summing), PG_OK);
+        PG_TEST_STATUS(pg_recv(s, &token_in, 1, PG_INT32, prev, 15), PG_OK);
+      } else {
+        PG_TEST_STATUS(pg_recv(s, &token_in, 1, PG_INT32, prev, 15), PG_OK);
+        PG_TEST_STATUS(pg_send(s, &rank, 1, PG_INT32, next, 15), PG_OK);
+        PG_TEST_STATUS(pg_allreduce(s, &one, &total, 1, PG_FLOAT64, PG_SUM), PG_OK);
+      }
+      PG_TEST_TRUE(total == size && token_in == prev, "allreduce %g, token %d", total, token_in);
+    }
+    free(out);
+    free(in);
+  }
+
   pg_test_step("%s: ibarrier and the remaining twins", backend);
   pg_work *b = NULL;
   PG_TEST_STATUS(pg_ibarrier(s, &b), PG_OK);
