@@ -2,6 +2,7 @@
 # no release yet: install a checkout with dev_path, from its top folder:
 #
 #   spack repo add ./spack
+#   spack external find mpich hwloc openssl cmake gmake pkgconf python   # downloads nothing then
 #   spack install pgstrategy@main dev_path=$PWD ^mpich   # or ^openmpi, +cuda cuda_arch=90, +gloo
 #   spack test run pgstrategy                            # the installed tools and examples on 2 ranks
 import os
