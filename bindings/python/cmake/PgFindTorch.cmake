@@ -1,7 +1,8 @@
 # pg_find_torch(<python> <required>)
 # Finds the torch that <python> imports and makes the imported target
 # pgs::torch (headers, libc10, libtorch_cpu, libtorch_python, torch's C++ ABI
-# setting). Sets PGS_TORCH_FOUND, and PGS_TORCH_REASON when not found.
+# setting). Sets PGS_TORCH_FOUND and PGS_TORCH_VERSION, and PGS_TORCH_REASON
+# when not found.
 #
 # It asks torch itself (torch.utils.cpp_extension, what torch's own extension
 # builder uses) rather than TorchConfig.cmake: the config of a CUDA wheel stops
@@ -48,4 +49,5 @@ pip install --no-build-isolation (pip's isolated build environment has no torch)
   endif()
   message(STATUS "pgstrategy_torch: torch ${_version} from ${_lib_dir}")
   set(PGS_TORCH_FOUND ON PARENT_SCOPE)
+  set(PGS_TORCH_VERSION "${_version}" PARENT_SCOPE)
 endfunction()

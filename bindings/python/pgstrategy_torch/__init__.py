@@ -23,8 +23,27 @@ import sys
 import torch
 import torch.distributed as dist
 
-from . import _C
-from . import _launch
+from ._built_for import TORCH_VERSION as _BUILT_FOR
+
+
+def _rebuild_hint(problem):
+    return ImportError(
+        f"pgstrategy_torch was built for torch {_BUILT_FOR}, and torch {torch.__version__} is installed"
+        f"{problem}: its C++ extension works only with the torch it was built for. Rebuild it for this torch: "
+        "pip install --force-reinstall --no-deps --no-cache-dir <pgstrategy checkout>/bindings/python"
+    )
+
+
+# Versions compared without the local label (+cpu, +cu132: the same C++ interface).
+if torch.__version__.split("+")[0] != _BUILT_FOR.split("+")[0]:
+    raise _rebuild_hint("")
+try:
+    from . import _C
+except ImportError as error:
+    if "undefined symbol" not in str(error):
+        raise
+    raise _rebuild_hint(f" ({error})") from None
+from . import _launch  # noqa: E402
 
 __all__ = ["Options", "register", "mpi_env", "mpi_launcher", "describe", "backends", "version", "dump_trace"]
 
