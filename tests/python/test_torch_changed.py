@@ -28,7 +28,7 @@ with tempfile.TemporaryDirectory(prefix="pgstrategy-torch-changed-") as folder:
     last = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
     if result.returncode == 0:
         failures.append("importing a package built for torch 1.13.1 succeeded")
-    for wanted in ("ImportError", "1.13.1", torch.__version__, "pip install --force-reinstall"):
+    for wanted in ("ImportError", "1.13.1", torch.__version__, "pip install --no-build-isolation --force-reinstall"):
         if wanted not in last:
             failures.append(f"the error's last line lacks {wanted!r}: {last!r}")
     if "undefined symbol" in result.stderr:

@@ -30,7 +30,7 @@ def _rebuild_hint(problem):
     return ImportError(
         f"pgstrategy_torch was built for torch {_BUILT_FOR}, and torch {torch.__version__} is installed"
         f"{problem}: its C++ extension works only with the torch it was built for. Rebuild it for this torch: "
-        "pip install --force-reinstall --no-deps --no-cache-dir <pgstrategy checkout>/bindings/python"
+        "pip install --no-build-isolation --force-reinstall --no-deps <pgstrategy checkout>/bindings/python"
     )
 
 
