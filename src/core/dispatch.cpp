@@ -635,9 +635,10 @@ void try_drive(pg_work *w) {
 
 // Whether the calling thread moves w itself: started natively (at once, or
 // handed over by its queued task) and not adopted by a queued task.
+bool moved_here_locked(const pg_work *w) { return w->native && !w->adopted; }
 bool moved_here(pg_work *w) {
   std::lock_guard<std::mutex> lock(w->mutex);
-  return w->native && !w->adopted;
+  return moved_here_locked(w);
 }
 
 // Brings w up to date, waiting up to `timeout_s` (< 0: until it finishes);
@@ -660,7 +661,7 @@ bool settle(pg_work *w, double timeout_s) {
     move_started_elsewhere();
     std::unique_lock<std::mutex> lock(w->mutex);
     const Clock::time_point next = std::min(deadline, Clock::now() + kMoveEvery);
-    w->finished_cv.wait_until(lock, next, [w] { return w->finished.load() || w->native; });
+    w->finished_cv.wait_until(lock, next, [w] { return w->finished.load() || moved_here_locked(w); });
   }
 }
 
