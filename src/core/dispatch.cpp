@@ -635,8 +635,12 @@ void try_drive(pg_work *w) {
 
 // Whether the calling thread moves w itself: started natively (at once, or
 // handed over by its queued task) and not adopted by a queued task.
+// Only a queued point-to-point work gets its request later, from the progress
+// thread (hand_over): a collective's is set before the caller sees the work,
+// so its waits and tests read it without the lock.
 bool moved_here_locked(const pg_work *w) { return w->native && !w->adopted; }
 bool moved_here(pg_work *w) {
+  if (w->collective) return moved_here_locked(w);
   std::lock_guard<std::mutex> lock(w->mutex);
   return moved_here_locked(w);
 }
