@@ -30,5 +30,15 @@ if [ "$(id -u)" -eq 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
+
+# Open MPI 4.1 keeps a user's jobs in one session folder, which a job that ends
+# removes when it is empty while a job starting beside it may just be entering
+# it: that job fails in orte_init ("mkdir ... File exists"). The suite starts
+# jobs side by side, so a folder of ours inside keeps it for as long as it runs.
+session=$(mpiexec.openmpi -n 1 sh -c 'echo "$OMPI_MCA_orte_top_session_dir"' 2>/dev/null || true)
+if [ -n "$session" ]; then
+  mkdir -p -m 700 "$session" "$session/pgstrategy-tests"
+  trap 'rmdir "$session/pgstrategy-tests" "$session" 2>/dev/null || true' EXIT
+fi
 echo "== ctest (Open MPI)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"
