@@ -1,9 +1,13 @@
 #include "launch/auth.h"
 
+#if PGS_OPENSSL_HEADERS
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#else
+#include "launch/libcrypto_abi.h"
+#endif
 #include <sys/random.h>
 
 #include <cerrno>
