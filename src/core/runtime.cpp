@@ -88,7 +88,11 @@ void check_mpi_library() {
   char running[MPI_MAX_LIBRARY_VERSION_STRING] = "";
   int len = 0;
   MPI_Get_library_version(running, &len);
-#if defined(MPICH_VERSION)
+#if defined(MPICH_VERSION) && defined(PGS_MPI_AT_RUNTIME)
+  // Built to run on whichever library of the MPICH ABI the process loaded.
+  const char *built = "the MPICH ABI (libmpi.so.12)";
+  bool same = std::strstr(running, "MPICH") != nullptr || std::strstr(running, "Intel(R) MPI") != nullptr;
+#elif defined(MPICH_VERSION)
   const char *built = "MPICH Version:\t" MPICH_VERSION;
   bool same = std::strstr(running, MPICH_VERSION) != nullptr && std::strstr(running, "MPICH") != nullptr;
 #elif defined(OMPI_MAJOR_VERSION)

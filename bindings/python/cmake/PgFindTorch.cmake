@@ -20,16 +20,23 @@ endmacro()
 
 function(pg_find_torch python required)
   set(PGS_TORCH_FOUND OFF PARENT_SCOPE)
-  execute_process(
-    COMMAND "${python}" -c "import torch; from torch.utils import cpp_extension as c; \
+  set(_probe "import torch; from torch.utils import cpp_extension as c; \
 print(','.join(c.include_paths())); print(c.library_paths()[0]); \
-print(int(torch._C._GLIBCXX_USE_CXX11_ABI)); print(torch.__version__)"
+print(int(torch._C._GLIBCXX_USE_CXX11_ABI)); print(torch.__version__)")
+  execute_process(COMMAND "${python}" -c "${_probe}"
     OUTPUT_VARIABLE _out ERROR_VARIABLE _error RESULT_VARIABLE _result OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT _result EQUAL 0 AND DEFINED ENV{PYTHONPATH})
+    # pip's isolated build environment hides the packages of the environment
+    # pip runs in (through PYTHONPATH and PYTHONNOUSERSITE): the torch to build
+    # for is the one installed there, beside which the package will run.
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=PYTHONPATH --unset=PYTHONNOUSERSITE "${python}" -c "${_probe}"
+      OUTPUT_VARIABLE _out ERROR_VARIABLE _error RESULT_VARIABLE _result OUTPUT_STRIP_TRAILING_WHITESPACE)
+  endif()
   if(NOT _result EQUAL 0)
     string(STRIP "${_error}" _error)
     string(REGEX REPLACE ".*\n" "" _error "${_error}")
     _pg_torch_not_found("'${python}' cannot import torch (${_error}). Build for a Python that has torch: \
-pip install --no-build-isolation (pip's isolated build environment has no torch), or -DPGS_TORCH_PYTHON=<venv>/bin/python")
+install torch first (pip install torch), or -DPGS_TORCH_PYTHON=<venv>/bin/python")
   endif()
   string(REPLACE "\n" ";" _out "${_out}")
   list(POP_FRONT _out _includes_joined _lib_dir _abi _version)

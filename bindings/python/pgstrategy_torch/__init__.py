@@ -23,6 +23,8 @@ import sys
 import torch
 import torch.distributed as dist
 
+from ._built_for import MPI_ABI as _MPI_ABI
+from ._built_for import MPI_AT_RUNTIME as _MPI_AT_RUNTIME
 from ._built_for import TORCH_VERSION as _BUILT_FOR
 
 
@@ -30,13 +32,20 @@ def _rebuild_hint(problem):
     return ImportError(
         f"pgstrategy_torch was built for torch {_BUILT_FOR}, and torch {torch.__version__} is installed"
         f"{problem}: its C++ extension works only with the torch it was built for. Rebuild it for this torch: "
-        "pip install --no-build-isolation --force-reinstall --no-deps <pgstrategy checkout>/bindings/python"
+        "pip install --force-reinstall --no-deps <pgstrategy checkout>/bindings/python"
     )
 
 
 # Versions compared without the local label (+cpu, +cu132: the same C++ interface).
 if torch.__version__.split("+")[0] != _BUILT_FOR.split("+")[0]:
     raise _rebuild_hint("")
+# A build that leaves MPI to the run time loads its MPI library first (_mpi_library.py).
+if _MPI_AT_RUNTIME:
+    from . import _mpi_library
+
+    _MPI_LOADED = _mpi_library.load(_MPI_ABI)
+else:
+    _MPI_LOADED = ""
 try:
     from . import _C
 except ImportError as error:
@@ -45,7 +54,7 @@ except ImportError as error:
     raise _rebuild_hint(f" ({error})") from None
 from . import _launch  # noqa: E402
 
-__all__ = ["Options", "register", "mpi_env", "mpi_launcher", "describe", "backends", "version", "dump_trace"]
+__all__ = ["Options", "register", "mpi_env", "mpi_launcher", "mpi_library", "describe", "backends", "version", "dump_trace"]
 
 NAME = "pgstrategy"
 
@@ -146,8 +155,19 @@ def mpi_launcher():
 
 
 def describe(group=None, device="cpu"):
-    """What runs a group on a device: the pgstrategy backend and the rule that chose it, the layout."""
-    return _backend(group, device).describe(torch.device(device).type)
+    """What runs a group on a device: the pgstrategy backend and the rule that chose it, the layout,
+    and the MPI library underneath."""
+    text = _backend(group, device).describe(torch.device(device).type)
+    return f"{text}; MPI: {mpi_library()}"
+
+
+def mpi_library():
+    """The MPI library this process runs with: the first line of its version
+    text, and for a build that leaves MPI to the run time, the library loaded."""
+    first_line = _C.mpi_library().split("\n")[0].strip()
+    if first_line.startswith("MPICH Version:"):
+        first_line = "MPICH " + first_line[len("MPICH Version:"):].strip()
+    return f"{first_line} ({_MPI_LOADED})" if _MPI_LOADED else first_line
 
 
 def abort(group=None):

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 #include <torch/python.h>
 
+#include <mpi.h>
 #include <pg_strategy.h>
 
 #include "process_group.h"
@@ -128,6 +129,12 @@ PYBIND11_MODULE(_C, m) {
     const pg_status st = pg_trace_dump();
     if (st != PG_OK) throw std::runtime_error(std::string("pgstrategy: ") + pg_last_error());
   }, "pg_trace_dump: this rank's flight-recorder dump, now (PGS_TRACE)");
+  m.def("mpi_library", [] {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int length = 0;
+    MPI_Get_library_version(text, &length);
+    return std::string(text, static_cast<std::size_t>(length > 0 ? length : 0));
+  }, "MPI_Get_library_version: the MPI library this process runs with");
   m.def("version", [] {
     int major = 0, minor = 0, patch = 0;
     pg_version(&major, &minor, &patch);
