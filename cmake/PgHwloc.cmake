@@ -6,8 +6,8 @@
 # PyPI has no hwloc wheel. It reads the node and its PCI devices from Linux's
 # /sys itself: no libxml2, libpciaccess, libudev, CUDA or NVML.
 #
-# PGS_HWLOC: SYSTEM (required), BUNDLED (always the release), AUTO (the
-# system's when found). Sets PGS_HWLOC_FROM to "system" or "bundled".
+# PGS_HWLOC: SYSTEM (required, through pkg-config), BUNDLED (always the
+# release), AUTO (the system's when pkg-config finds it). Sets PGS_HWLOC_FROM to "system" or "bundled".
 set(PGS_HWLOC AUTO CACHE STRING "hwloc: SYSTEM, BUNDLED (third_party/hwloc, built here) or AUTO (the system's when found)")
 set_property(CACHE PGS_HWLOC PROPERTY STRINGS SYSTEM BUNDLED AUTO)
 if(NOT PGS_HWLOC MATCHES "^(SYSTEM|BUNDLED|AUTO)$")
@@ -17,12 +17,11 @@ endif()
 add_library(pgs_hwloc INTERFACE)
 add_library(pgs::hwloc ALIAS pgs_hwloc)
 
-if(NOT PGS_HWLOC STREQUAL "BUNDLED")
-  if(PGS_HWLOC STREQUAL "SYSTEM")
-    pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
-  else()
-    pkg_check_modules(HWLOC QUIET IMPORTED_TARGET hwloc>=2.0)
-  endif()
+if(PGS_HWLOC STREQUAL "SYSTEM")
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
+elseif(PGS_HWLOC STREQUAL "AUTO" AND PKG_CONFIG_FOUND)
+  pkg_check_modules(HWLOC QUIET IMPORTED_TARGET hwloc>=2.0)
 endif()
 
 if(HWLOC_FOUND)

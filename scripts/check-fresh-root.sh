@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# A torch user's install on a machine with nothing of HPC, as the README gives
+# it. In a minimal Debian/Ubuntu root made with debootstrap from this machine's
+# apt mirror (Python, venv, pip, a compiler and Python's headers, which every
+# C++ extension of torch builds against; no MPI, hwloc, OpenSSL headers or
+# CMake): a venv with torch and Lightning, the README's one pip command,
+# then 2 ranks under torchrun and under Lightning's own launcher, on the mpich
+# wheel and, with the same build, on Debian's MPICH. Then the wheel of
+# scripts/build-wheel.sh, installed after the compiler is removed, runs the
+# same way. pip's cache is this machine's, so torch is downloaded once.
+#
+# Needs root (debootstrap, chroot, mounts) and the package indexes; exits 77
+# when it cannot run here. FRESH_ROOT=<folder> keeps the root there.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "check-fresh-root: skipped: debootstrap and chroot need root" >&2
+  exit 77
+fi
+scripts/install-packages.sh debootstrap
+
+. /etc/os-release
+suite=${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}
+# This machine's mirror: the first URIs of a deb822 source, or the first deb line.
+mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
+[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 !~ /^\[/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+[ -n "$mirror" ] || { echo "check-fresh-root: skipped: no apt mirror found" >&2; exit 77; }
+
+root=${FRESH_ROOT:-$(mktemp -d "${TMPDIR:-/tmp}/pgs-fresh-root.XXXXXX")}
+mounted=()
+cleanup() {
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
+  [ -n "${FRESH_ROOT:-}" ] || rm -rf --one-file-system "$root"
+}
+trap cleanup EXIT
+seconds() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(seconds)" 'BEGIN { printf "%.0f s", b - a }'; }
+
+start=$(seconds)
+echo "== debootstrap $suite from $mirror into $root" >&2
+debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,python3-dev,build-essential,ca-certificates \
+  "$suite" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 || {
+  tail -20 "$root.debootstrap.log" >&2
+  echo "check-fresh-root: skipped: debootstrap failed (log above)" >&2
+  exit 77
+}
+rm -f "$root.debootstrap.log"
+echo "   root made in $(since "$start")" >&2
+
+mount -t proc proc "$root/proc" && mounted+=("$root/proc")
+mount --rbind /dev "$root/dev" && mounted+=("$root/dev")
+mount --rbind /sys "$root/sys" && mounted+=("$root/sys")
+cache=${PIP_CACHE_DIR:-$HOME/.cache/pip}
+mkdir -p "$cache" "$root/root/.cache/pip"
+mount --bind "$cache" "$root/root/.cache/pip" && mounted+=("$root/root/.cache/pip")
+cp /etc/resolv.conf /etc/hosts "$root/etc/"
+# pip's certificate authorities where this machine names its own (a proxy may sign PyPI's certificates).
+if [ -n "${PIP_CERT:-}" ]; then
+  cp "$PIP_CERT" "$root/etc/ssl/pip-cert.pem"
+fi
+# The checkout's tracked files, as a user's copy of it.
+mkdir -p "$root/src/pgstrategy"
+git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$root/src/pgstrategy"
+
+# In the root: a clean environment (the host's pip settings stay outside), proxies kept.
+in_root() {
+  chroot "$root" /usr/bin/env -i HOME=/root PATH=/venv/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    ${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} \
+    ${no_proxy:+no_proxy=$no_proxy} ${PIP_CERT:+PIP_CERT=/etc/ssl/pip-cert.pem} DEBIAN_FRONTEND=noninteractive "$@"
+}
+# run_ddp LABEL EXPECTED-MPI [VAR=VALUE...]: 2 ranks under torchrun, then
+# under Lightning's launcher; both must train, agree and name the MPI.
+run_ddp() {
+  local label=$1 mpi=$2
+  shift 2
+  local out
+  out=$(in_root env "$@" bash -c 'cd /src/pgstrategy && torchrun --nproc-per-node 2 examples/python/ddp_train.py' 2>&1) || {
+    echo "$out" >&2
+    echo "FAILED: torchrun, $label" >&2
+    exit 1
+  }
+  grep -q "parameters identical on every rank: True" <<<"$out" && grep -q "MPI: $mpi" <<<"$out" || {
+    echo "$out" >&2
+    echo "FAILED: torchrun, $label: no agreement, or not on $mpi" >&2
+    exit 1
+  }
+  out=$(in_root env "$@" bash -c 'cd /src/pgstrategy && python examples/python/lightning_train.py --devices 2' 2>&1) || {
+    echo "$out" >&2
+    echo "FAILED: Lightning's launcher, $label" >&2
+    exit 1
+  }
+  grep -q "trained on 2 ranks" <<<"$out" && grep -q "MPI: $mpi" <<<"$out" || {
+    echo "$out" >&2
+    echo "FAILED: Lightning's launcher, $label: not trained on 2 ranks, or not on $mpi" >&2
+    exit 1
+  }
+  echo "   $label: torchrun and Lightning's launcher, 2 ranks, on $(grep -o "MPI: $mpi[^;]*" <<<"$out" | head -n1)" >&2
+}
+
+start=$(seconds)
+in_root python3 -m venv /venv
+in_root pip install -q torch lightning
+echo "== venv with torch and Lightning: $(since "$start")" >&2
+if in_root sh -c 'command -v mpicc || command -v cmake || test -e /usr/include/hwloc.h || test -e /usr/include/openssl' \
+  >/dev/null 2>&1; then
+  echo "FAILED: the fresh root has MPI, CMake, hwloc or OpenSSL headers: not what this check means" >&2
+  exit 1
+fi
+
+start=$(seconds)
+in_root bash -c 'cd /src/pgstrategy && pip install -q ./bindings/python'
+echo "== pip install ./bindings/python: $(since "$start")" >&2
+run_ddp "the mpich wheel" "MPICH 5"
+in_root apt-get update -qq
+in_root apt-get install -y -qq --no-install-recommends libmpich12 >/dev/null
+run_ddp "Debian's MPICH (the same build)" "MPICH 4" PGS_MPI_LIBRARY=libmpich.so.12
+
+start=$(seconds)
+in_root bash -c 'cd /src/pgstrategy && scripts/build-wheel.sh python' >/dev/null
+echo "== scripts/build-wheel.sh: $(since "$start")" >&2
+in_root apt-get purge -y -qq --auto-remove build-essential gcc g++ cpp make python3-dev >/dev/null
+if in_root sh -c 'command -v cc || command -v gcc || command -v c++' >/dev/null 2>&1; then
+  echo "FAILED: a compiler is left in the root" >&2
+  exit 1
+fi
+start=$(seconds)
+in_root bash -c 'pip uninstall -q -y pgstrategy-torch && pip install -q /src/pgstrategy/dist/pgstrategy_torch-*.whl'
+echo "== the wheel installed without a compiler: $(since "$start")" >&2
+run_ddp "the wheel, on the mpich wheel" "MPICH 5"
+echo "check-fresh-root: PASSED" >&2
