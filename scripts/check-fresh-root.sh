@@ -14,8 +14,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# pip's cache is the caller's, also when sudo makes this root.
+export PIP_CACHE_DIR=${PIP_CACHE_DIR:-$HOME/.cache/pip}
 if [ "$(id -u)" -ne 0 ]; then
-  echo "check-fresh-root: skipped: debootstrap and chroot need root" >&2
+  if sudo -n true 2>/dev/null; then
+    exec sudo -E "$0" "$@"
+  fi
+  echo "check-fresh-root: skipped: debootstrap and chroot need root (or sudo without a password)" >&2
   exit 77
 fi
 scripts/install-packages.sh debootstrap
@@ -48,12 +53,16 @@ debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,python3
 rm -f "$root.debootstrap.log"
 echo "   root made in $(since "$start")" >&2
 
-mount -t proc proc "$root/proc" && mounted+=("$root/proc")
-mount --rbind /dev "$root/dev" && mounted+=("$root/dev")
-mount --rbind /sys "$root/sys" && mounted+=("$root/sys")
-cache=${PIP_CACHE_DIR:-$HOME/.cache/pip}
-mkdir -p "$cache" "$root/root/.cache/pip"
-mount --bind "$cache" "$root/root/.cache/pip" && mounted+=("$root/root/.cache/pip")
+# attach ARGS... TARGET: mount, remembered for the clean-up; a machine that allows no mounts skips.
+attach() {
+  mount "$@" || { echo "check-fresh-root: skipped: cannot mount in the root (mount $*)" >&2; exit 77; }
+  mounted+=("${!#}")
+}
+attach -t proc proc "$root/proc"
+attach --rbind /dev "$root/dev"
+attach --rbind /sys "$root/sys"
+mkdir -p "$PIP_CACHE_DIR" "$root/root/.cache/pip"
+attach --bind "$PIP_CACHE_DIR" "$root/root/.cache/pip"
 cp /etc/resolv.conf /etc/hosts "$root/etc/"
 # pip's certificate authorities where this machine names its own (a proxy may sign PyPI's certificates).
 if [ -n "${PIP_CERT:-}" ]; then
