@@ -1,8 +1,8 @@
 """The torch backend "pgstrategy" against torch's own gloo, in one run.
 
     mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py busbw [--min 1M] [--max 256M] [--reps 5]
-    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py latency [--calls 2000] [--reps 9]
-    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py ddp [--steps 5] [--reps 3]
+    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py latency [--calls 2000] [--reps 9] [--python-backend]
+    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py ddp [--steps 5] [--reps 3] [--python-backend]
     mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py fsdp [--steps 5] [--reps 3] [--batch 8]
 
 (PYTHONPATH: the package, built in <build>/python or pip-installed.) Each
@@ -20,7 +20,9 @@ fsdp: the same model sharded with FSDP2 (fully_shard of each layer and of the
 model, on a DeviceMesh of the group): a step all-gathers every layer's
 parameters in the forward and again in the backward, and reduce-scatters the
 gradients; printed with the step without communication, and the share of the
-gloo step that is communication.
+gloo step that is communication. --python-backend adds the library as a
+backend written in Python over its C API (torch_python_backend.py): what a
+binding that links nothing of torch's C++ ABI would cost.
 """
 
 import argparse
@@ -62,11 +64,19 @@ def timed(group, calls, call):
     return slowest(times)
 
 
-def groups():
+def groups(python_backend=False):
     made = {name: dist.new_group(backend="pgstrategy", pg_options=pgstrategy_torch.Options(backend=name))
             for name in ("mpi", "fairring")}
+    if python_backend:  # the same mpi underneath, through a backend written in Python
+        import torch_python_backend  # noqa: F401  (registers "pgstrategy_py")
+
+        made["python mpi"] = dist.new_group(backend="pgstrategy_py")
     made["gloo"] = dist.new_group(backend="gloo")
     return made
+
+
+def label(name):
+    return {"gloo": "torch gloo", "python mpi": "Python backend/mpi"}.get(name, "pgstrategy/" + name)
 
 
 def busbw(args, rank, size):
@@ -99,7 +109,7 @@ def busbw(args, rank, size):
 
 
 def latency(args, rank, size):
-    made = groups()
+    made = groups(args.python_backend)
     buf = torch.ones(2)
     times = {name: [] for name in made}
     for _ in range(args.reps):
@@ -109,14 +119,14 @@ def latency(args, rank, size):
         print(f"8-byte all_reduce through torch.distributed, {size} ranks, us per call "
               f"(median of {args.reps} x {args.calls})")
         for name in made:
-            print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {statistics.median(times[name]) * 1e6:8.2f}")
+            print(f"  {label(name):22} {statistics.median(times[name]) * 1e6:8.2f}")
 
 
 def training_steps(args, rank, size, title, wrap):
     """ms per training step of mlp() wrapped by wrap(model, group) on every
     group, interleaved, beside the same step without communication."""
     torch.set_num_threads(1)  # one core per rank
-    made = groups()
+    made = groups(getattr(args, "python_backend", False))
     batch = torch.randn(args.batch, 1024), torch.randn(args.batch, 1024)
     models = {}
     for name, group in made.items():
@@ -148,7 +158,7 @@ def training_steps(args, rank, size, title, wrap):
               f"one thread each; ms per step (median of {args.reps} x {args.steps})")
         print(f"  {'no communication':22} {bare:8.1f}")
         for name in made:
-            print(f"  {('pgstrategy/' if name != 'gloo' else 'torch ') + name:22} {ms[name]:8.1f}   "
+            print(f"  {label(name):22} {ms[name]:8.1f}   "
                   f"gloo / this: {ms['gloo'] / ms[name]:.2f}")
         print(f"  communication's share of the gloo step: {(ms['gloo'] - bare) / ms['gloo']:.0%}")
 
@@ -181,10 +191,14 @@ def main():
     lat = sub.add_parser("latency")
     lat.add_argument("--calls", type=int, default=2000)
     lat.add_argument("--reps", type=int, default=9)
+    lat.add_argument("--python-backend", action="store_true",
+                     help="also the library as a backend written in Python (torch_python_backend.py)")
     d = sub.add_parser("ddp")
     d.add_argument("--steps", type=int, default=5)
     d.add_argument("--reps", type=int, default=3)
     d.add_argument("--batch", type=int, default=32)
+    d.add_argument("--python-backend", action="store_true",
+                   help="also the library as a backend written in Python (torch_python_backend.py)")
     f = sub.add_parser("fsdp")
     f.add_argument("--steps", type=int, default=5)
     f.add_argument("--reps", type=int, default=3)
