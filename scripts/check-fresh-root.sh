@@ -78,33 +78,27 @@ in_root() {
     ${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} \
     ${no_proxy:+no_proxy=$no_proxy} ${PIP_CERT:+PIP_CERT=/etc/ssl/pip-cert.pem} DEBIAN_FRONTEND=noninteractive "$@"
 }
+# trains LABEL EXPECTED-MPI SUCCESS-TEXT COMMAND [VAR=VALUE...]: COMMAND (in the
+# checkout) must exit 0, print SUCCESS-TEXT and run on EXPECTED-MPI.
+trains() {
+  local label=$1 mpi=$2 success=$3 command=$4 out
+  shift 4
+  if ! out=$(in_root env "$@" bash -c "cd /src/pgstrategy && $command" 2>&1) ||
+    ! grep -q "$success" <<<"$out" || ! grep -q "MPI: $mpi" <<<"$out"; then
+    echo "$out" >&2
+    echo "FAILED: $label: '$command' did not print '$success' on $mpi" >&2
+    exit 1
+  fi
+}
 # run_ddp LABEL EXPECTED-MPI [VAR=VALUE...]: 2 ranks under torchrun, then
 # under Lightning's launcher; both must train, agree and name the MPI.
 run_ddp() {
   local label=$1 mpi=$2
   shift 2
-  local out
-  out=$(in_root env "$@" bash -c 'cd /src/pgstrategy && torchrun --nproc-per-node 2 examples/python/ddp_train.py' 2>&1) || {
-    echo "$out" >&2
-    echo "FAILED: torchrun, $label" >&2
-    exit 1
-  }
-  grep -q "parameters identical on every rank: True" <<<"$out" && grep -q "MPI: $mpi" <<<"$out" || {
-    echo "$out" >&2
-    echo "FAILED: torchrun, $label: no agreement, or not on $mpi" >&2
-    exit 1
-  }
-  out=$(in_root env "$@" bash -c 'cd /src/pgstrategy && python examples/python/lightning_train.py --devices 2' 2>&1) || {
-    echo "$out" >&2
-    echo "FAILED: Lightning's launcher, $label" >&2
-    exit 1
-  }
-  grep -q "trained on 2 ranks" <<<"$out" && grep -q "MPI: $mpi" <<<"$out" || {
-    echo "$out" >&2
-    echo "FAILED: Lightning's launcher, $label: not trained on 2 ranks, or not on $mpi" >&2
-    exit 1
-  }
-  echo "   $label: torchrun and Lightning's launcher, 2 ranks, on $(grep -o "MPI: $mpi[^;]*" <<<"$out" | head -n1)" >&2
+  trains "$label" "$mpi" "parameters identical on every rank: True" \
+    "torchrun --nproc-per-node 2 examples/python/ddp_train.py" "$@"
+  trains "$label" "$mpi" "trained on 2 ranks" "python examples/python/lightning_train.py --devices 2" "$@"
+  echo "   $label: torchrun and Lightning's launcher, 2 ranks, on $mpi" >&2
 }
 
 start=$(seconds)

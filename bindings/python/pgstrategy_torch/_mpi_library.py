@@ -40,6 +40,20 @@ def _wheel_library():
     return None
 
 
+def _check_family(library, name, abi):
+    """An MPI of the other ABI would crash the first MPI call: refuse it by its version text."""
+    text = ctypes.create_string_buffer(8192)
+    length = ctypes.c_int()
+    if library.MPI_Get_library_version(text, ctypes.byref(length)) != 0:
+        return
+    first_line = text.value.decode(errors="replace").split("\n")[0].strip()
+    if ("Open MPI" in first_line) != (abi == "openmpi"):
+        raise ImportError(
+            f"pgstrategy_torch: PGS_MPI_LIBRARY={name!r} is '{first_line}', but this build is for the {abi} ABI "
+            f"({', '.join(_NAMES[abi])})"
+        )
+
+
 def load(abi):
     """Loads the MPI library for the ABI family ``abi`` (``"mpich"``,
     ``"openmpi"``) into the global scope; returns its name or path. Raises
@@ -50,7 +64,9 @@ def load(abi):
             return name
     setting = os.environ.get("PGS_MPI_LIBRARY", "")
     if setting:
-        if _open(setting):
+        library = _open(setting)
+        if library:
+            _check_family(library, setting, abi)
             return setting
         raise ImportError(
             f"pgstrategy_torch: PGS_MPI_LIBRARY={setting!r} could not be loaded: name an MPI library of the "
