@@ -47,6 +47,9 @@ std::string entry_json(const Entry &e, std::int64_t offset) {
   if (e.flags & kNonblocking) j += ",\"nonblocking\":true";
   if (e.flags & kInPlace) j += ",\"in_place\":true";
   if (e.flags & kFallback) j += ",\"fallback\":true";
+  if (e.flags & (kSharedSend | kSharedRecv))
+    j += std::string(",\"shared\":") +
+         ((e.flags & kSharedSend) && (e.flags & kSharedRecv) ? "\"send,recv\"" : (e.flags & kSharedSend) ? "\"send\"" : "\"recv\"");
   if (e.algorithm) j += ",\"algorithm\":" + quote(e.algorithm);
   if (e.slices) j += ",\"slices\":" + std::to_string(e.slices);
   return j + "}";
@@ -111,6 +114,12 @@ void Recorder::annotate(std::uint64_t seq, const char *algorithm, std::uint32_t 
   if (algorithm) e.algorithm = algorithm;
   if (slices) e.slices = slices;
   if (fallback) e.flags |= kFallback;
+}
+
+void Recorder::annotate_flags(std::uint64_t seq, std::uint8_t flags) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Entry &e = ring_[(seq - 1) % ring_.size()];
+  if (e.seq == seq) e.flags |= flags;
 }
 
 std::string Recorder::json() const {
@@ -186,6 +195,12 @@ Current::~Current() {
 void annotate(const char *algorithm, std::uint32_t slices) {
   const Marked &now = t_current;
   if (now.recorder) now.recorder->annotate(now.seq, algorithm, slices, false);
+}
+
+void annotate_shared(bool send, bool recv) {
+  const Marked &now = t_current;
+  const std::uint8_t flags = (send ? kSharedSend : 0) | (recv ? kSharedRecv : 0);
+  if (now.recorder && flags) now.recorder->annotate_flags(now.seq, flags);
 }
 
 void annotate_fallback() {

@@ -40,9 +40,11 @@ struct Entry {
   std::int16_t status = -1;    // pg_status once finished; -1 in flight
   std::uint8_t what = 0;       // Coll or Event
   std::uint8_t dtype = 0, op = 0;
-  std::uint8_t flags = 0;      // kNonblocking | kFallback | kInPlace
+  std::uint8_t flags = 0;      // kNonblocking | kFallback | kInPlace | kSharedSend | kSharedRecv
 };
-constexpr std::uint8_t kNonblocking = 1, kFallback = 2, kInPlace = 4;
+// kSharedSend, kSharedRecv: the buffer lies in pg_mem_alloc memory, which the
+// node's other ranks read in place (the backend says so: annotate_shared).
+constexpr std::uint8_t kNonblocking = 1, kFallback = 2, kInPlace = 4, kSharedSend = 8, kSharedRecv = 16;
 
 class Recorder {
  public:
@@ -54,6 +56,8 @@ class Recorder {
   void end(std::uint64_t seq, pg_status status);
   // What the backend says it ran (the thread's current operation; see Annotate).
   void annotate(std::uint64_t seq, const char *algorithm, std::uint32_t slices, bool fallback);
+  // Flags the backend adds to it (kSharedSend, kSharedRecv).
+  void annotate_flags(std::uint64_t seq, std::uint8_t flags);
 
   // Set at creation, fixed afterwards.
   std::string dir;
@@ -123,6 +127,9 @@ class Current {
 // Called by a backend: the algorithm (a static name) and the slices of the
 // operation this thread runs; nothing when it is not recorded.
 void annotate(const char *algorithm, std::uint32_t slices = 0);
+// Called by a backend: which of the operation's buffers lie in pg_mem_alloc
+// memory that the node's ranks read in place.
+void annotate_shared(bool send, bool recv);
 // Called by the dispatch: the operation runs on the device default.
 void annotate_fallback();
 

@@ -137,9 +137,9 @@ void Comm::close_at_exit() {
   close();
 }
 
-void Comm::abort() {
+void Comm::abort(const char *why) {
   aborted_ = true;
-  record_error("pgstrategy: the group was aborted (ProcessGroup.abort)");
+  record_error(why);
   std::lock_guard<std::mutex> handles(handles_);
   for (pg_strategy *s : {cpu_, cuda_})
     if (s) pg_strategy_abort(s);

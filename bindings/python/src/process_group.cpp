@@ -137,6 +137,23 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroup::split(const c10::intrusive_ptr<c
   return c10::make_intrusive<ProcessGroup>(mine, static_cast<int>(ranks.size()), world, backend_, timeout);
 }
 
+c10::intrusive_ptr<c10d::Backend> ProcessGroup::shrink(const std::vector<int64_t> &ranks_to_exclude,
+                                                       int shrink_flags,
+                                                       const c10::intrusive_ptr<c10d::Backend::Options> &opts_override) {
+  constexpr int kShrinkAbort = 0x01;  // torch.distributed.SHRINK_ABORT
+  std::vector<int> survivors;
+  for (int r = 0; r < size_; ++r)
+    if (std::find(ranks_to_exclude.begin(), ranks_to_exclude.end(), r) == ranks_to_exclude.end())
+      survivors.push_back(r);
+  if (std::find(survivors.begin(), survivors.end(), rank_) == survivors.end())
+    raise(c10::str("pgstrategy shrink: rank ", rank_, " is excluded; only the ranks that remain call shrink_group"));
+  const char *why = "pgstrategy: the group was shrunk (shrink_group); use the group it returned";
+  if (shrink_flags & kShrinkAbort) comm_->abort(why);
+  c10::intrusive_ptr<c10d::Backend> shrunk = split(nullptr, survivors, opts_override);
+  comm_->abort(why);
+  return shrunk;
+}
+
 void shutdown_all() {
   stop_completion();
   std::vector<std::shared_ptr<Comm>> live;

@@ -65,8 +65,9 @@ class Comm {
   void close_at_exit();
   // pg_strategy_abort of the strategies, from any thread and without `mutex`
   // (a thread waiting for a work holds it, and so may a destroy waiting for
-  // its peers): the waits end with PG_ERR_ABORTED. No strategy is made after.
-  void abort();
+  // its peers): the waits end with PG_ERR_ABORTED, and `why` is the group's
+  // error. No strategy is made after.
+  void abort(const char *why = "pgstrategy: the group was aborted (ProcessGroup.abort)");
   // The library works started and not yet freed (under `mutex`).
   void started(pg_work *w) { unfinished_.push_back(w); }
   void settled(pg_work *w) {
@@ -200,6 +201,14 @@ class ProcessGroup final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store> &store, const std::vector<int> &ranks,
                                           const c10::intrusive_ptr<c10d::Backend::Options> &opts) override;
+  // torch.distributed.shrink_group: a group of the ranks not excluded, made by
+  // them alone (as split makes one), so an excluded rank that hangs, aborted
+  // or is gone takes no part. This group is then aborted, so the destroy torch
+  // does next is local; SHRINK_ABORT aborts it first, failing its works in
+  // flight (a collective an excluded rank never joins).
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t> &ranks_to_exclude, int shrink_flags,
+                                           const c10::intrusive_ptr<c10d::Backend::Options> &opts_override) override;
   // Coalescing groups the calls between start and end into one work; each is
   // already a nonblocking work issued in order, so nothing waits to be fused.
   bool supportsCoalescing() const override { return true; }

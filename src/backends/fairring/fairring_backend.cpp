@@ -185,6 +185,7 @@ class FairringBackend final : public Backend {
     plan->send_spot = memory_->find(a.send, a.coll == Coll::reduce_scatter ? all : block);
     plan->recv_spot = memory_->find(a.recv, a.coll == Coll::allgather ? all : block);
     trace::annotate(info(Algorithm::hierarchical).name, static_cast<std::uint32_t>(plan->slices));
+    trace::annotate_shared(plan->send_spot.id >= 0, plan->recv_spot.id >= 0);
     return schedule_->start(std::move(plan));
   }
 
