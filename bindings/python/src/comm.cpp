@@ -119,11 +119,17 @@ void Comm::close() {
     std::lock_guard<std::mutex> handles(handles_);
     *slot = nullptr;
   };
+  if (pool_ && pool_->in_use() > 0)
+    TORCH_WARN("pgstrategy: ", pool_->in_use(), " tensors from allocateTensor outlive their group: their memory "
+               "(pg_mem_alloc) goes with it; drop them before destroy_process_group");
+  pool_.reset();
   destroy(&cuda_);
   destroy(&cpu_);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  if (agree_ != MPI_COMM_NULL) MPI_Comm_free(&agree_);
+  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void Comm::close_at_exit() {
@@ -134,6 +140,7 @@ void Comm::close_at_exit() {
     finished = finished && pg_work_wait(w, std::max(left_s, 0.0)) != PG_ERR_TIMEOUT;
   }
   if (!finished) abort();
+  pool_.reset();  // nothing uses the tensors from allocateTensor any more
   close();
 }
 
@@ -166,6 +173,33 @@ std::string Comm::describe(const c10::Device &device) {
   char text[2048] = "";
   check(pg_strategy_describe(strategy(device), text, sizeof text), "describe");
   return text;
+}
+
+at::Tensor Comm::allocate_tensor(int64_t elements, const at::TensorOptions &options) {
+  const std::size_t bytes = std::max<std::size_t>(static_cast<std::size_t>(elements) * options.dtype().itemsize(), 1);
+  std::shared_ptr<TensorPool> pool;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    strategy(c10::Device(c10::kCPU));  // raises once the group is closed or aborted
+    if (!pool_) {                      // the first call, on every rank
+      MPI_Comm_dup(comm_, &agree_);
+      pool_ = std::make_shared<TensorPool>();
+    }
+    pool = pool_;
+  }
+  void *buffer = pool->take(bytes);
+  int grow = buffer == nullptr;
+  MPI_Allreduce(MPI_IN_PLACE, &grow, 1, MPI_INT, MPI_MAX, agree_);
+  if (grow) {
+    if (buffer) pool->put(buffer, bytes);
+    std::lock_guard<std::mutex> lock(mutex);
+    const pg_status st = pg_mem_alloc(strategy(c10::Device(c10::kCPU)), bytes, &buffer);
+    if (st != PG_OK) {
+      TORCH_WARN_ONCE(library_error("allocateTensor", st), "; ordinary memory instead");
+      return at::empty({elements}, options.device(at::kCPU));
+    }
+  }
+  return pool->wrap(buffer, bytes, elements, options);
 }
 
 }  // namespace pgstrategy_torch

@@ -54,6 +54,17 @@ uint64_t ProcessGroup::getSequenceNumberForGroup() {
   return comm_->sequence();
 }
 
+bool ProcessGroup::supportsTensorAlloc(c10::DeviceIndex device_index) {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  return device_index < 0 && comm_->serves_cpu() && level == MPI_THREAD_MULTIPLE;
+}
+
+at::Tensor ProcessGroup::allocateTensor(long size, at::TensorOptions options) {
+  if (options.device().is_cuda()) return at::empty({size}, options);  // (a CUDA device without an index)
+  return comm_->allocate_tensor(size, options);
+}
+
 std::string ProcessGroup::describe(const std::string &device) {
   std::lock_guard<std::mutex> lock(comm_->mutex);
   return comm_->describe(c10::Device(device));

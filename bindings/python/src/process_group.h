@@ -23,6 +23,8 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "tensor_pool.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -80,6 +82,13 @@ class Comm {
   uint64_t sequence() const;
   // pg_strategy_describe of the strategy for "cpu" or "cuda" (made if needed).
   std::string describe(const c10::Device &device);
+  // allocateTensor: a CPU tensor of `elements` in pg_mem_alloc memory of the
+  // CPU strategy, from the group's pool (tensor_pool.h). Collective: every rank
+  // calls it in the same order (FSDP2 does), and the ranks agree whether the
+  // pool must grow, since each frees its tensors when it drops them. Where
+  // pg_mem_alloc fails (on every rank: the node's shared memory is full), an
+  // ordinary tensor, with a warning.
+  at::Tensor allocate_tensor(int64_t elements, const at::TensorOptions &options);
 
  private:
   pg_strategy *create(const std::string &device);
@@ -95,6 +104,8 @@ class Comm {
   pg_strategy *cuda_ = nullptr;
   c10::DeviceIndex cuda_index_ = -1;
   bool closed_ = false;
+  MPI_Comm agree_ = MPI_COMM_NULL;  // allocate_tensor's agreement: a duplicate of comm_
+  std::shared_ptr<TensorPool> pool_;
   std::mutex handles_;             // the strategy pointers, for abort
   mutable std::mutex error_mutex_;
   std::string error_;
@@ -225,6 +236,12 @@ class ProcessGroup final : public c10d::Backend {
   // The collectives issued on the group so far (pg_strategy_sequence, both
   // devices): the same on every rank; TORCH_DISTRIBUTED_DEBUG=DETAIL compares it.
   uint64_t getSequenceNumberForGroup() override;
+  // FSDP2's staging buffers from the group (set_allocate_memory_from_process_group):
+  // CPU tensors in pg_mem_alloc memory, read in place by fairring
+  // (Comm::allocate_tensor). Not for a GPU (device index >= 0), nor below
+  // MPI_THREAD_MULTIPLE (the ranks' agreement runs beside the library's threads).
+  bool supportsTensorAlloc(c10::DeviceIndex device_index) override;
+  at::Tensor allocateTensor(long size, at::TensorOptions options) override;
   // The first failure's message ("" when none): what errored() reports.
   std::string error() const { return comm_->error(); }
   std::string describe(const std::string &device);
