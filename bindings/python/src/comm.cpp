@@ -120,8 +120,9 @@ void Comm::close() {
     *slot = nullptr;
   };
   if (pool_ && pool_->in_use() > 0)
-    TORCH_WARN("pgstrategy: ", pool_->in_use(), " tensors from allocateTensor outlive their group: their memory "
-               "(pg_mem_alloc) goes with it; drop them before destroy_process_group");
+    TORCH_WARN_ONCE("pgstrategy: ", pool_->in_use(), " tensors from allocateTensor (FSDP2's staging buffers) are "
+                    "still held as their group is destroyed; their memory (pg_mem_alloc) goes with the group, so "
+                    "they must not be used again");
   pool_.reset();
   destroy(&cuda_);
   destroy(&cpu_);

@@ -1,9 +1,9 @@
 """The torch backend "pgstrategy" against torch's own gloo, in one run.
 
-    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py busbw [--min 1M] [--max 256M] [--reps 5]
+    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py busbw [--min 1M] [--max 256M] [--reps 5] [--group-memory]
     mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py latency [--calls 2000] [--reps 9] [--python-backend]
     mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py ddp [--steps 5] [--reps 3] [--python-backend]
-    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py fsdp [--steps 5] [--reps 3] [--batch 8]
+    mpiexec -n 2 python tools/pg-bench/compare/torch_backend.py fsdp [--steps 5] [--reps 3] [--batch 8] [--group-memory]
 
 (PYTHONPATH: the package, built in <build>/python or pip-installed.) Each
 subcommand makes groups on "pgstrategy" with mpi and with fairring
@@ -20,7 +20,9 @@ fsdp: the same model sharded with FSDP2 (fully_shard of each layer and of the
 model, on a DeviceMesh of the group): a step all-gathers every layer's
 parameters in the forward and again in the backward, and reduce-scatters the
 gradients; printed with the step without communication, and the share of the
-gloo step that is communication. --python-backend adds the library as a
+gloo step that is communication. --group-memory adds fairring on tensors
+from the group's memory (allocateTensor; in fsdp, FSDP2's staging buffers
+through set_allocate_memory_from_process_group_for_comm). --python-backend adds the library as a
 backend written in Python over its C API (torch_python_backend.py): what a
 binding that links nothing of torch's C++ ABI would cost.
 """
@@ -79,33 +81,52 @@ def label(name):
     return {"gloo": "torch gloo", "python mpi": "Python backend/mpi"}.get(name, "pgstrategy/" + name)
 
 
+def group_memory(model):
+    """FSDP2's staging buffers from the group (allocateTensor), on every sharded module."""
+    for module in model.modules():
+        if hasattr(module, "set_allocate_memory_from_process_group_for_comm"):
+            module.set_allocate_memory_from_process_group_for_comm(True)
+    return model
+
+
 def busbw(args, rank, size):
     made = groups()
+    if args.group_memory:  # fairring again, on tensors from the group's memory (allocateTensor)
+        made["fairring, group memory"] = made["fairring"]
+    fairring = made["fairring"]._get_backend(torch.device("cpu"))
     rows = {}
     n = args.min
     while n <= args.max:
         count = n // 4
-        buf = torch.empty(count)
-        calls = max(3, min(50, (64 << 20) // n))
-        for name, group in made.items():  # checked once: sum of rank + 1
-            buf.fill_(rank + 1)
-            dist.all_reduce(buf, group=group)
-            if not torch.all(buf == size * (size + 1) / 2):
+        plain = torch.empty(count)
+        bufs = {name: plain for name in made}
+        if args.group_memory:
+            bufs["fairring, group memory"] = fairring.allocate_tensor(count, dtype=torch.float32,
+                                                                      device=torch.device("cpu"))
+        calls = max(10, min(50, (256 << 20) // n))
+        for name, group in made.items():  # checked once (sum of rank + 1), then warmed up as pg-bench does
+            bufs[name].fill_(rank + 1)
+            dist.all_reduce(bufs[name], group=group)
+            if not torch.all(bufs[name] == size * (size + 1) / 2):
                 sys.exit(f"{name}: wrong allreduce result at {human_bytes(n)}")
+            for _ in range(4):
+                dist.all_reduce(bufs[name], group=group)
         for _ in range(args.reps):
             for name, group in made.items():
-                t = statistics.median(timed(group, calls, lambda g=group: dist.all_reduce(buf, group=g)))
+                t = statistics.median(timed(group, calls, lambda g=group, b=bufs[name]: dist.all_reduce(b, group=g)))
                 rows.setdefault((n, name), []).append(t)
+        del bufs
         n *= 4
     if rank == 0:
         factor = 2 * (size - 1) / size
         print(f"all_reduce float32 sum, {size} ranks, busbw GB/s (median over {args.reps} repetitions)")
-        print(f"{'size':>9}  {'pgs mpi':>8}  {'pgs fairring':>12}  {'gloo':>8}  {'mpi/gloo':>8}  {'fairring/gloo':>13}")
-        sizes = sorted({n for n, _ in rows})
-        for n in sizes:
+        names = [name for name in made if name != "gloo"]
+        print(f"{'size':>9}" + "".join(f"  {label(name):>{max(len(label(name)), 8)}}" for name in made) +
+              "".join(f"  {label(name) + ' / gloo':>{len(label(name)) + 7}}" for name in names))
+        for n in sorted({n for n, _ in rows}):
             bw = {name: n / statistics.median(rows[(n, name)]) * factor / 1e9 for name in made}
-            print(f"{human_bytes(n):>9}  {bw['mpi']:8.2f}  {bw['fairring']:12.2f}  {bw['gloo']:8.2f}  "
-                  f"{bw['mpi'] / bw['gloo']:8.2f}  {bw['fairring'] / bw['gloo']:13.2f}")
+            print(f"{human_bytes(n):>9}" + "".join(f"  {bw[name]:>{max(len(label(name)), 8)}.2f}" for name in made) +
+                  "".join(f"  {bw[name] / bw['gloo']:>{len(label(name)) + 7}.2f}" for name in names))
 
 
 def latency(args, rank, size):
@@ -122,16 +143,21 @@ def latency(args, rank, size):
             print(f"  {label(name):22} {statistics.median(times[name]) * 1e6:8.2f}")
 
 
-def training_steps(args, rank, size, title, wrap):
+def training_steps(args, rank, size, title, wrap, group_memory_too=False):
     """ms per training step of mlp() wrapped by wrap(model, group) on every
-    group, interleaved, beside the same step without communication."""
+    group, interleaved, beside the same step without communication; with
+    group_memory_too, also fairring's with FSDP2's buffers from the group."""
     torch.set_num_threads(1)  # one core per rank
     made = groups(getattr(args, "python_backend", False))
+    if group_memory_too:
+        made["fairring, group memory"] = made["fairring"]
     batch = torch.randn(args.batch, 1024), torch.randn(args.batch, 1024)
     models = {}
     for name, group in made.items():
         torch.manual_seed(0)
         model = wrap(mlp(), group)
+        if name == "fairring, group memory":
+            group_memory(model)
         models[name] = (model, torch.optim.SGD(model.parameters(), lr=1e-4))
     # the same step without communication: what the collectives add
     alone = mlp()
@@ -156,9 +182,10 @@ def training_steps(args, rank, size, title, wrap):
         bare = statistics.median(compute) * 1e3
         print(f"{title} step, {params / 1e6:.1f} M parameters (float32), batch {args.batch}, {size} ranks, "
               f"one thread each; ms per step (median of {args.reps} x {args.steps})")
-        print(f"  {'no communication':22} {bare:8.1f}")
+        width = max(len(label(name)) for name in made)
+        print(f"  {'no communication':{width}} {bare:8.1f}")
         for name in made:
-            print(f"  {label(name):22} {ms[name]:8.1f}   "
+            print(f"  {label(name):{width}} {ms[name]:8.1f}   "
                   f"gloo / this: {ms['gloo'] / ms[name]:.2f}")
         print(f"  communication's share of the gloo step: {(ms['gloo'] - bare) / ms['gloo']:.0%}")
 
@@ -178,7 +205,7 @@ def fsdp(args, rank, size):
                 fully_shard(layer, mesh=mesh)
         return fully_shard(model, mesh=mesh)
 
-    training_steps(args, rank, size, "FSDP2", shard)
+    training_steps(args, rank, size, "FSDP2", shard, args.group_memory)
 
 
 def main():
@@ -188,6 +215,8 @@ def main():
     b.add_argument("--min", type=size_arg, default="1M")
     b.add_argument("--max", type=size_arg, default="256M")
     b.add_argument("--reps", type=int, default=5)
+    b.add_argument("--group-memory", action="store_true",
+                   help="also fairring on tensors from the group's memory (allocateTensor)")
     lat = sub.add_parser("latency")
     lat.add_argument("--calls", type=int, default=2000)
     lat.add_argument("--reps", type=int, default=9)
@@ -203,6 +232,8 @@ def main():
     f.add_argument("--steps", type=int, default=5)
     f.add_argument("--reps", type=int, default=3)
     f.add_argument("--batch", type=int, default=8)
+    f.add_argument("--group-memory", action="store_true",
+                   help="also fairring with FSDP2's staging buffers from the group (allocateTensor)")
     args = parser.parse_args()
     pgstrategy_torch.mpi_env()
     dist.init_process_group("pgstrategy")
