@@ -23,12 +23,14 @@ at::Tensor TensorPool::wrap(void *buffer, std::size_t bytes, int64_t elements, c
     ++in_use_;
   }
   // The deleter keeps the pool alive: a tensor may outlive its group.
-  auto give_back = [pool = shared_from_this(), bytes](void *data) {
-    std::lock_guard<std::mutex> lock(pool->mutex_);
-    --pool->in_use_;
-    pool->free_.emplace(bytes, data);
-  };
+  auto give_back = [pool = shared_from_this(), bytes](void *data) { pool->returned(data, bytes); };
   return at::from_blob(buffer, {elements}, give_back, options.device(at::kCPU));
+}
+
+void TensorPool::returned(void *buffer, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --in_use_;
+  free_.emplace(bytes, buffer);
 }
 
 std::size_t TensorPool::in_use() const {

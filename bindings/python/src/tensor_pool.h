@@ -28,6 +28,8 @@ class TensorPool : public std::enable_shared_from_this<TensorPool> {
   std::size_t in_use() const;
 
  private:
+  void returned(void *buffer, std::size_t bytes);  // a wrapped tensor's deleter
+
   mutable std::mutex mutex_;
   std::multimap<std::size_t, void *> free_;  // by size
   std::size_t in_use_ = 0;
