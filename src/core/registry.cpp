@@ -123,6 +123,14 @@ const BackendEntry *find(const std::string &name) {
   return it == r.entries.end() ? nullptr : it->second.get();
 }
 
+const char *default_for(uint32_t device) {
+  Registry &r = instance();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto &kv : r.entries)
+    if (kv.second->default_for & device) return kv.second->name.c_str();
+  return nullptr;
+}
+
 std::vector<std::string> names() {
   Registry &r = instance();
   std::lock_guard<std::mutex> lock(r.mutex);

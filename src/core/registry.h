@@ -47,6 +47,9 @@ struct MakeArgs {
 struct BackendEntry {
   std::string name;
   uint32_t devices = 0;  // PG_DEVICE_* bits
+  // The devices (PG_DEVICE_* bits) whose default this built-in is: one per
+  // device, so that the core names no backend (pg_default_backend).
+  uint32_t default_for = 0;
   // Built-ins with PGS_* variables of their own: reads and validates them
   // (errors name the variable). Empty for backends without settings.
   std::function<pg_status(std::shared_ptr<const BackendSettings> *)> read_settings;
@@ -66,6 +69,9 @@ bool provide_builtins(Builtins builtins);
 pg_status add_table(const pg_backend_ops *ops);
 // The entry of `name`, or nullptr.
 const BackendEntry *find(const std::string &name);
+// The name of the built-in that is the default for `device` (a PG_DEVICE_*
+// bit), or nullptr.
+const char *default_for(uint32_t device);
 // Sorted names.
 std::vector<std::string> names();
 // Reads the settings of every built-in backend that has some.

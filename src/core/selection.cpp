@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 
+#include "core/registry.h"
 #include "util/status.h"
 
 namespace pg {
@@ -31,7 +32,10 @@ pg_status parse_device(const char *text, Device *out) {
   return PG_OK;
 }
 
-const char *default_backend(const Device &device) { return device.cuda ? "nccl" : "mpi"; }
+const char *default_backend(const Device &device) {
+  const char *name = registry::default_for(device.cuda ? PG_DEVICE_CUDA : PG_DEVICE_CPU);
+  return name ? name : "";
+}
 
 Selection select_backend(const Device &device, const char *argument,
                          const Settings &settings) {

@@ -19,6 +19,7 @@ struct Device {
 // PG_ERR_INVALID_ARGUMENT quoting the string when it is not a device.
 pg_status parse_device(const char *text, Device *out);
 
+// The built-in that says it is the device's default (BackendEntry::default_for):
 // "nccl" for cuda, "mpi" for cpu.
 const char *default_backend(const Device &device);
 

@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/selection.h"
 #include "cuda/check.h"
 #include "mpi/agree.h"
 #include "mpi/cuda_aware.h"
@@ -122,10 +123,11 @@ class CudaTransport final : public NodeTransport {
   pg_status connect(const pg_backend_context &ctx, const InstanceEnv &env) {
     const topology::Layout node = topology::single_node_layout(ctx.node_comm);
     InstanceEnv on_stream = env;
+    const char *gpu_default = default_backend(Device{true, -1});  // NCCL
     on_stream.stream = gpu_->rs.get();
-    PG_CHECK(make_instance("nccl", ctx.node_comm, node, on_stream, &gpu_->reduce_scatter));
+    PG_CHECK(make_instance(gpu_default, ctx.node_comm, node, on_stream, &gpu_->reduce_scatter));
     on_stream.stream = gpu_->ag.get();
-    PG_CHECK(make_instance("nccl", ctx.node_comm, node, on_stream, &gpu_->all_gather));
+    PG_CHECK(make_instance(gpu_default, ctx.node_comm, node, on_stream, &gpu_->all_gather));
     PG_LOG(debug, "fairring: CUDA transport on cuda:%d, %d slots of %zu bytes, rails on %s", device_, slots_,
            slice_bytes_, cuda_aware_ ? "device memory (CUDA-aware MPI)" : "pinned host memory");
     return PG_OK;

@@ -11,6 +11,7 @@
 #include "backends/fairring/settings.h"
 #include "backends/fairring/shm_transport.h"
 #include "core/instance.h"
+#include "core/selection.h"
 #include "core/trace.h"
 #include "util/dtype.h"
 #include "util/status.h"
@@ -42,13 +43,17 @@ class FairringBackend final : public Backend {
     host.cuda = false;
     host.device_index = -1;
     host.stream = nullptr;
-    PG_CHECK(make_instance(cuda ? "nccl" : "mpi", c.comm, args.layout, args.env, &flat_));
-    if (!cuda) PG_CHECK(make_instance("mpi", c.node_comm, topology::single_node_layout(c.node_comm), host, &node_));
-    PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host, &rail_));
+    // The flat path is the device's default backend; the node's and the
+    // rails' steps run on the CPU default (MPI).
+    const char *host_default = default_backend(Device{});
+    PG_CHECK(make_instance(default_backend(Device{cuda, -1}), c.comm, args.layout, args.env, &flat_));
+    if (!cuda)
+      PG_CHECK(make_instance(host_default, c.node_comm, topology::single_node_layout(c.node_comm), host, &node_));
+    PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host, &rail_));
     // Every rank makes it or none does: on irregular layouts nodes of one rank too.
     if (!cuda && settings_.fast_bytes > 0 && (irregular || shape_.local_size > 1)) {
       // Its own instance on the rail, so its MPI calls never interleave with the schedule's.
-      PG_CHECK(make_instance("mpi", c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
+      PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
       FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
                               c.size, c.rank, !irregular, fails_across_};

@@ -83,8 +83,8 @@ const params::Param<Settings> kRows[] = {
 
 Settings Settings::for_device(bool cuda) const {
   Settings s = *this;
-  if (!s.slice_bytes) s.slice_bytes = cuda ? std::size_t(4) << 20 : std::size_t(256) << 10;
-  if (!s.min_bytes) s.min_bytes = cuda ? std::size_t(8) << 20 : std::size_t(32) << 10;
+  if (!s.slice_bytes) s.slice_bytes = cuda ? kCudaSliceBytes : kCpuSliceBytes;
+  if (!s.min_bytes) s.min_bytes = cuda ? kCudaMinBytes : kCpuMinBytes;
   return s;
 }
 

@@ -17,6 +17,15 @@ class Settings final : public BackendSettings {
   static constexpr std::size_t kMaxSliceBytes = std::size_t(1) << 30;
   static constexpr int kMaxInflight = 64;
 
+  // The defaults that depend on the device, all here (the rows' texts in
+  // settings.cpp and docs/env.md say them too): slices of 256 KiB on CPU (a
+  // slot stays in cache) and 4 MiB on CUDA (each slice pays for NCCL launches
+  // and two copy submissions); the flat path below 32 KiB on CPU
+  // (docs/performance.md) and below 8 MiB on CUDA, where NCCL's own allreduce
+  // is faster.
+  static constexpr std::size_t kCpuSliceBytes = std::size_t(256) << 10, kCudaSliceBytes = std::size_t(4) << 20;
+  static constexpr std::size_t kCpuMinBytes = std::size_t(32) << 10, kCudaMinBytes = std::size_t(8) << 20;
+
   // Unset sizes: for_device() puts in the device's default.
   std::optional<std::size_t> slice_bytes;  // PGS_FAIRRING_SLICE_BYTES
   int inflight = 4;                        // PGS_FAIRRING_INFLIGHT
@@ -32,12 +41,7 @@ class Settings final : public BackendSettings {
   std::vector<int> fail_across;            // PGS_FAIRRING_FAULT=across:<ranks> (testing)
   std::vector<std::string> given;          // as set, by row
 
-  // These settings with each unset size replaced by the device's default:
-  // slices of 256 KiB on CPU (a slot stays in cache) and 4 MiB on CUDA (each
-  // slice pays for NCCL launches and two copy submissions); the flat path
-  // below 32 KiB on CPU (docs/performance.md) and below 8 MiB on CUDA, where
-  // NCCL's own allreduce wins (the original fairring lost to NCCL below about
-  // 6 MiB).
+  // These settings with each unset size replaced by the device's default (above).
   Settings for_device(bool cuda) const;
 
   params::Listings list() const override;

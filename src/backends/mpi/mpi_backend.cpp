@@ -452,6 +452,7 @@ BackendEntry entry() {
   BackendEntry e;
   e.name = "mpi";
   e.devices = PG_DEVICE_CPU;
+  e.default_for = PG_DEVICE_CPU;
   e.read_settings = read_settings;
   e.make = [](const MakeArgs &args, std::unique_ptr<Backend> *out) -> pg_status {
     *out = std::make_unique<MpiBackend>(args.ctx, args.settings_of<MpiSettings>("mpi"));

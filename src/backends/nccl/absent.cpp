@@ -9,6 +9,7 @@ BackendEntry entry() {
   BackendEntry e;
   e.name = "nccl";
   e.devices = PG_DEVICE_CUDA;
+  e.default_for = PG_DEVICE_CUDA;
   e.make = [](const MakeArgs &, std::unique_ptr<Backend> *) { return cuda::unavailable("backend 'nccl'"); };
   return e;
 }

@@ -388,6 +388,7 @@ BackendEntry entry() {
   BackendEntry e;
   e.name = "nccl";
   e.devices = PG_DEVICE_CUDA;
+  e.default_for = PG_DEVICE_CUDA;
   e.make = [](const MakeArgs &args, std::unique_ptr<Backend> *out) -> pg_status {
     if (args.ctx.device_index < 0) return fail(PG_ERR_INTERNAL, "nccl backend: created without a CUDA device");
     auto backend = std::make_unique<NcclBackend>(args.ctx);
