@@ -1,5 +1,5 @@
 # hwloc, as the target pgs::hwloc: the system's (pkg-config hwloc >= 2.0), or
-# the release kept in third_party/hwloc, built here as a static library with
+# the 2.9.0 release (third_party/hwloc/README.md), built here as a static library with
 # position-independent code and linked into libpgstrategy (whose version script
 # exports none of its symbols). The bundled one serves where hwloc's -dev
 # package is missing, as in a pip build on a machine without HPC packages;
@@ -8,7 +8,10 @@
 #
 # PGS_HWLOC: SYSTEM (required, through pkg-config), BUNDLED (always the
 # release), AUTO (the system's when pkg-config finds it). Sets PGS_HWLOC_FROM to "system" or "bundled".
-set(PGS_HWLOC AUTO CACHE STRING "hwloc: SYSTEM, BUNDLED (third_party/hwloc, built here) or AUTO (the system's when found)")
+# The release is downloaded at build time (its SHA-256 checked) from the Open
+# MPI project or Debian's mirror, or read from PGS_HWLOC_TARBALL offline.
+set(PGS_HWLOC AUTO CACHE STRING "hwloc: SYSTEM, BUNDLED (the 2.9.0 release, built here) or AUTO (the system's when found)")
+set(PGS_HWLOC_TARBALL "" CACHE FILEPATH "hwloc-2.9.0.tar.bz2 on this machine, for a bundled build without network")
 set_property(CACHE PGS_HWLOC PROPERTY STRINGS SYSTEM BUNDLED AUTO)
 if(NOT PGS_HWLOC MATCHES "^(SYSTEM|BUNDLED|AUTO)$")
   message(FATAL_ERROR "PGS_HWLOC='${PGS_HWLOC}': expected SYSTEM, BUNDLED or AUTO")
@@ -29,11 +32,21 @@ if(HWLOC_FOUND)
   set(PGS_HWLOC_FROM system)
 else()
   include(ExternalProject)
+  if(POLICY CMP0135)  # the extracted files dated when extracted, so a new archive rebuilds
+    cmake_policy(SET CMP0135 NEW)
+  endif()
   set(_release hwloc-2.9.0)
+  if(PGS_HWLOC_TARBALL)
+    set(_sources ${PGS_HWLOC_TARBALL})
+  else()
+    set(_sources https://download.open-mpi.org/release/hwloc/v2.9/${_release}.tar.bz2
+                 http://deb.debian.org/debian/pool/main/h/hwloc/hwloc_2.9.0.orig.tar.bz2)
+  endif()
   set(_prefix ${CMAKE_CURRENT_BINARY_DIR}/third_party/hwloc)
   set(_library ${_prefix}/lib/${CMAKE_STATIC_LIBRARY_PREFIX}hwloc${CMAKE_STATIC_LIBRARY_SUFFIX})
   ExternalProject_Add(pgs_hwloc_build
-    URL ${PROJECT_SOURCE_DIR}/third_party/hwloc/${_release}.tar.bz2
+    URL ${_sources}
+    TIMEOUT 120
     URL_HASH SHA256=b3fb1a43a14d8fbcd8e976de5ede2ea7ce1d768ed173adb33c7ceaaf098dc970
     PREFIX ${_prefix}
     INSTALL_DIR ${_prefix}
@@ -54,5 +67,5 @@ else()
   target_include_directories(pgs_hwloc INTERFACE $<BUILD_INTERFACE:${_prefix}/include>)
   target_link_libraries(pgs_hwloc INTERFACE $<BUILD_INTERFACE:pgs_hwloc_static> m)
   set(PGS_HWLOC_FROM bundled)
-  message(STATUS "hwloc: no system hwloc >= 2.0 (PGS_HWLOC=${PGS_HWLOC}): building ${_release} from third_party/hwloc")
+  message(STATUS "hwloc: no system hwloc >= 2.0 (PGS_HWLOC=${PGS_HWLOC}): building ${_release} (${_sources}; offline: -DPGS_HWLOC_TARBALL=<file>)")
 endif()
