@@ -6,8 +6,10 @@ ranks are summed (over the group under test and, independently of it, by the
 exit status of each rank), and the test passes only when there are none.
 """
 
+import glob
 import os
 import sys
+import threading
 import traceback
 
 SKIP = 77
@@ -53,6 +55,20 @@ class Checks:
         except Exception:  # noqa: BLE001
             self.check(False, f"{function.__name__}{args}: {traceback.format_exc()}")
 
+    def bounded(self, function, seconds=60):
+        """run(function), but one still running after `seconds` fails the test and
+        ends the process (a hang is a failure, never a CTest timeout)."""
+        done = threading.Event()
+
+        def watch():
+            if not done.wait(seconds):
+                print(f"[rank {dist.get_rank()}] FAIL: {function.__name__} still running after {seconds} s", flush=True)
+                os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+        self.run(function)
+        done.set()
+
     def finish(self, group=None):
         """Every rank's failures summed over the group; exit 0 only when there are none."""
         local = len(self.failures)
@@ -68,6 +84,14 @@ class Checks:
         dist.destroy_process_group()
         sys.stdout.flush()
         return 1 if bad else 0
+
+
+def trace_folder():
+    """PGS_TRACE's folder, without this rank's dumps of an earlier run."""
+    folder = os.environ["PGS_TRACE"]
+    for old in glob.glob(os.path.join(folder, f"pgstrategy-*-rank{dist.get_rank()}.json")):
+        os.remove(old)
+    return folder
 
 
 def start(**init):

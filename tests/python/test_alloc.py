@@ -35,9 +35,7 @@ import test_fsdp  # noqa: E402  (its model, batches and single-process reference
 
 c = pgs_test.Checks("test_alloc")
 rank, size = dist.get_rank(), dist.get_world_size()
-folder = os.environ["PGS_TRACE"]
-for old in glob.glob(os.path.join(folder, f"pgstrategy-*-rank{rank}.json")):  # an earlier run's
-    os.remove(old)
+folder = pgs_test.trace_folder()
 N = 1 << 20  # 4 MiB of float32: fairring's hierarchical schedule
 
 

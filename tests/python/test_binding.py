@@ -25,7 +25,6 @@ test (a hang is a failure, never a CTest timeout).
 """
 
 import datetime
-import os
 import sys
 import threading
 import time
@@ -195,20 +194,6 @@ PARTS = {"dropped": dropped, "future": future, "late": late, "splits": splits, "
          "split": split, "coalesce": coalesce, "detail": detail}
 
 
-def bounded(part):
-    """Runs a part; one still running after 60 s fails the test and ends the process."""
-    done = threading.Event()
-
-    def watch():
-        if not done.wait(60):
-            print(f"[rank {rank}] FAIL: {part.__name__} still running after 60 s", flush=True)
-            os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-    c.run(part)
-    done.set()
-
-
 for name in sys.argv[1:] or [p for p in PARTS if p != "detail"]:
-    bounded(PARTS[name])
+    c.bounded(PARTS[name])
 sys.exit(c.finish())

@@ -22,7 +22,6 @@ alone). Each part is bounded (60 s; a hang fails the test).
 
 import os
 import sys
-import threading
 
 import pgs_test
 import torch
@@ -96,31 +95,18 @@ def default(c):
     survivors_check(shrunk, "default")
 
 
-def bounded(part):
-    done = threading.Event()
-
-    def watch():
-        if not done.wait(60):
-            print(f"[rank {rank}] FAIL: {part.__name__} still running after 60 s", flush=True)
-            os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-    c.run(part)
-    done.set()
-
-
 if sys.argv[1:] == ["gone"]:
     dist.barrier()
     if rank == EXCLUDED:
         os._exit(0)  # no destroy, no MPI_Finalize: the process is simply gone
-    bounded(default)
+    c.bounded(default)
     status = c.finish()
     os._exit(status)  # MPI_Finalize at exit would wait for rank 2
 
-bounded(subgroup)
-bounded(abort)
+c.bounded(subgroup)
+c.bounded(abort)
 dist.barrier()
-bounded(default)
+c.bounded(default)
 if rank == EXCLUDED:  # out of the default group: its verdict is its own (and its exit status)
     bad = len(c.failures)
     print(f"[rank {rank}] test_shrink: {'OK' if not bad else f'{bad} failure(s)'}", flush=True)

@@ -16,9 +16,7 @@ import pgstrategy_torch  # noqa: E402  (after the skip)
 
 c = pgs_test.Checks("test_trace")
 rank, size = dist.get_rank(), dist.get_world_size()
-folder = os.environ["PGS_TRACE"]
-for old in glob.glob(os.path.join(folder, f"pgstrategy-*-rank{rank}.json")):  # an earlier run's
-    os.remove(old)
+folder = pgs_test.trace_folder()
 dist.barrier()
 for i in range(3):
     t = torch.full((8,), float(rank + i))
