@@ -32,8 +32,11 @@ if(HWLOC_FOUND)
   set(PGS_HWLOC_FROM system)
 else()
   include(ExternalProject)
-  if(POLICY CMP0135)  # the extracted files dated when extracted, so a new archive rebuilds
-    cmake_policy(SET CMP0135 NEW)
+  # The extracted files keep the archive's dates: with extraction times, make
+  # may find configure.ac newer than aclocal.m4 and run automake, which a
+  # machine without autotools lacks.
+  if(POLICY CMP0135)
+    cmake_policy(SET CMP0135 OLD)
   endif()
   set(_release hwloc-2.9.0)
   if(PGS_HWLOC_TARBALL)
