@@ -6,6 +6,7 @@
 #include "api/info.h"
 #include "core/registry.h"
 #include "core/runtime.h"
+#include "core/dispatch.h"
 #include "core/strategy.h"
 #include "core/trace.h"
 #include "core/validate.h"
@@ -78,7 +79,7 @@ pg_status conversion(const char *fn, pg_dtype dtype, const void *in, const void 
 pg_status allocate(pg_strategy *s, size_t bytes, void **ptr) {
   pg::CancelScope abortable(&s->aborted, s->alarm.get());
   PG_CHECK(pg::check_peers(s));
-  pg::settle_started(s);  // collective: after the nonblocking collectives started before it
+  pg::wait_started(s);  // collective: after the nonblocking collectives started before it
   PG_CHECK(pg::check_peers(s));
   void *p = nullptr;
   pg_status local = s->device.cuda ? s->memory.allocate_device(s->device.index, bytes, &p)
@@ -220,7 +221,7 @@ pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **ou
     {
       pg::CancelScope abortable(&s->aborted, s->alarm.get());
       PG_CHECK(pg::check_peers(s));
-      pg::settle_started(s);
+      pg::wait_started(s);
       // Every rank here before MPI_Comm_split, which cannot be interrupted: a
       // polled agreement, which a failed or aborted peer's alarm ends.
       PG_CHECK(pg::poison_on_failure(s, pg::agree(s->comm, PG_OK, std::string())));
@@ -305,7 +306,7 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
     pg::trace::Op op(s, static_cast<std::uint8_t>(pg::trace::Event::mem_free), nullptr, 0);
     pg::CancelScope abortable(&s->aborted, s->alarm.get());
     PG_CHECK(op.end(pg::check_peers(s)));
-    pg::settle_started(s);
+    pg::wait_started(s);
     return op.end(s->memory.release(ptr));
   });
 }

@@ -1,5 +1,6 @@
 // Strategy lifecycle: creation (collective, one agreed status), split, destroy,
 // describe.
+#include "core/dispatch.h"
 #include "core/strategy.h"
 
 #include <algorithm>
@@ -321,7 +322,7 @@ pg_status finish_works(pg_strategy *s, bool alive) {
       pg_status st = work_wait(w, -1);
       if (st != PG_OK && result == PG_OK) result = st;
     } else if (w->native && !w->finished) {
-      complete(w, PG_ERR_STATE, "the strategy was destroyed before this work finished");
+      end_work(w, PG_ERR_STATE, "the strategy was destroyed before this work finished");
     }
   }
   return result;
@@ -359,7 +360,7 @@ pg_status destroy_alone(pg_strategy *s, const std::shared_ptr<trace::Recorder> &
     // thread's to complete (at once, aborted; or when a stuck custom backend
     // returns).
     if (w->native && (thread_done || !w->adopted)) {
-      complete(w, PG_ERR_ABORTED, "the strategy was aborted (pg_strategy_abort) before this work finished");
+      end_work(w, PG_ERR_ABORTED, "the strategy was aborted (pg_strategy_abort) before this work finished");
       keep_until_exit(std::move(w->native));  // its MPI requests cannot be cancelled
     }
     std::lock_guard<std::mutex> lock(w->mutex);
@@ -384,7 +385,7 @@ pg_status destroy_strategy(pg_strategy *s) {
   if (s->aborted) return destroy_alone(s, recorder);
   trace::Op op(s, static_cast<std::uint8_t>(trace::Event::destroy), nullptr, 0);
   runtime::untrack(s);
-  s->progress.drain(move_started_elsewhere);  // a queued task may wait for a peer that waits for those
+  s->progress.drain(advance_thread_works);  // a queued task may wait for a peer that waits for those
   s->progress.stop();
   const bool alive = runtime::mpi_alive();
   const pg_status result = finish_works(s, alive);

@@ -65,28 +65,28 @@ struct pg_strategy {
   std::string waiting;             // the wait rule chosen at creation, and why
   void *stream = nullptr;          // set by pg_strategy_set_stream
 
-  // Dispatch (dispatch.cpp) picks between these; the fallback is made there on first need.
+  // Routing (route.cpp) picks between these; the fallback is made there on first need.
   std::unique_ptr<pg::Instance> primary;
   std::unique_ptr<pg::Instance> fallback;  // the device default
   std::bitset<pg::kCollCount> lacks;       // operations the backend has no entry for
   std::bitset<pg::kCollCount> delegated;   // operations the backend declined at least once
   bool primary_polls = true;               // primary->backend->polls(), read by every blocking call
 
-  pg::Progress progress;           // queued nonblocking work (dispatch.cpp)
+  pg::Progress progress;           // queued nonblocking work (route.cpp)
   // Works not yet freed, by start number; destroy finishes them first, in order.
   std::map<std::uint64_t, pg_work *> works;
   // Held while `works` changes, and while another thread's wait walks it.
   std::mutex works_mutex;
   // The thread that called into the strategy last: its waits on anything
-  // else move the strategy's works too (dispatch.cpp).
+  // else move the strategy's works too (complete.cpp).
   std::atomic<std::thread::id> driver{};
   std::uint64_t works_started = 0;
   pg::Memory memory;               // pg_mem_alloc's buffers (c_api.cpp)
-  std::uint64_t sequence = 0;      // collectives issued (dispatch.cpp), for the checks and the watchdog
+  std::uint64_t sequence = 0;      // collectives issued (check.cpp), for the checks and the watchdog
 
-  pg::Health health;               // poisoned by dispatch and the watchdog
+  pg::Health health;               // poisoned by route.cpp and the watchdog
   // How this rank learns that a peer failed or aborted, and tells them when it
-  // does (core/alarm.h); raised by dispatch and pg_strategy_abort.
+  // does (core/alarm.h); raised by route.cpp and pg_strategy_abort.
   std::unique_ptr<pg::Alarm> alarm;
   // Set by pg_strategy_abort, from any thread: the waits of every call in
   // flight on the strategy end (util/poll.h, CancelScope).
@@ -110,7 +110,7 @@ struct pg_work {
   std::condition_variable finished_cv;
   std::atomic<bool> finished{false};             // set under `mutex`; read by the waits without it
   // A native work that a queued task adopted: the progress thread moves it
-  // to its end (dispatch.cpp); the caller's thread no longer tests it.
+  // to its end (complete.cpp); the caller's thread no longer tests it.
   bool adopted = false;
   // A thread is polling its request: no other (a progress hook) tests it meanwhile.
   std::atomic<bool> driving{false};
@@ -143,34 +143,5 @@ pg_status ensure_fallback(pg_strategy *s);
 // Whether `coll` always runs on the device default (the backend lacks it); a
 // backend that declines single calls is asked again each time.
 bool delegates(const pg_strategy *s, Coll coll);
-
-// Runs one operation. `local` is the result of this rank's argument checks:
-// with PGS_DEBUG=detail it is agreed across ranks before anything runs.
-pg_status run(pg_strategy *s, const CollArgs &args, pg_status local);
-pg_status start(pg_strategy *s, const CollArgs &args, pg_status local, pg_work **out);
-
-// `st`, after a PG_ERR_BACKEND has poisoned the strategy and raised its alarm.
-pg_status poison_on_failure(pg_strategy *s, pg_status st);
-// PG_ERR_BACKEND naming the rank, and the strategy poisoned, when this rank's
-// node knows that a peer failed or aborted (core/alarm.h): every call that
-// would wait for its peers checks it first, in the CancelScope that ends its
-// waits when the alarm comes later.
-pg_status check_peers(pg_strategy *s);
-
-// Finishes the strategy's started nonblocking collectives, in start order.
-// A blocking collective (a core one too: pg_mem_alloc, split) runs after them:
-// waiting for them here keeps every rank's order the same whatever the
-// backend (fairring's advance only when waited for).
-void settle_started(pg_strategy *s);
-// The progress hook: moves the started works of the strategies the calling
-// thread called into last, which a peer may be waiting for (dispatch.cpp).
-void move_started_elsewhere();
-
-// Marks w finished with `st` (and its message) and wakes its waiters.
-void complete(pg_work *w, pg_status st, const std::string &error);
-pg_status work_wait(pg_work *w, double timeout_s);
-pg_status work_test(pg_work *w, int *done);
-pg_status work_free(pg_work *w);
-pg_status work_source(pg_work *w, int *source);
 
 }  // namespace pg
