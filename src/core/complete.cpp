@@ -17,11 +17,10 @@
 #include "util/status.h"
 
 namespace pg {
-namespace {
 
-// A work its starting thread moves: started natively, not adopted by a
-// queued task, not finished.
 bool moved_by_starter(const pg_work *w) { return w->native && !w->adopted && !w->finished; }
+
+namespace {
 
 // Polls a native work until it finishes or `timeout_s` passes (< 0: forever).
 // With PGS_TIMEOUT the watchdog's deadline applies too. Sets *done.
@@ -145,24 +144,6 @@ bool wait_in_order(pg_work *w, double timeout_s) {
 
 }  // namespace
 
-std::vector<pg_work *> adopt_started(pg_strategy *s) {
-  std::vector<pg_work *> adopted;
-  for (const auto &[order, w] : s->works)
-    if (w->collective && moved_by_starter(w)) {
-      w->adopted = true;
-      adopted.push_back(w);
-    }
-  return adopted;
-}
-
-Until polled_by_caller(pg_strategy *s) {
-  Until until;
-  if (s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE) {
-    until.check = [s] { watchdog::abort_if_overdue(s, watchdog::own_marks(s).current()); };
-  }
-  return until;
-}
-
 void advance_started(pg_strategy *s) {
   for (const auto &[order, w] : s->works)
     if (w->collective && moved_by_starter(w)) try_advance(w);
@@ -205,18 +186,6 @@ void end_work(pg_work *w, pg_status st, const std::string &error) {
   if (st != PG_OK) w->error = error;
   w->finished = true;
   w->finished_cv.notify_all();
-}
-
-bool thread_has_started_works() {
-  bool any = false;
-  const std::thread::id me = std::this_thread::get_id();
-  runtime::for_each_live([&](pg_strategy *s) {
-    if (any || s->driver.load(std::memory_order_relaxed) != me) return;
-    std::lock_guard<std::mutex> lock(s->works_mutex);
-    any = std::any_of(s->works.begin(), s->works.end(),
-                      [](const auto &entry) { return moved_by_starter(entry.second); });
-  });
-  return any;
 }
 
 void keep_stage_if_failed(pg_status st, std::vector<char> *stage) {

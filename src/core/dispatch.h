@@ -45,6 +45,9 @@ pg_status instance_for(pg_strategy *s, Coll coll, Instance **out);
 // instance_for, the one place a call is routed: the flight recorder notes
 // when the device default serves it.
 pg_status route(pg_strategy *s, Coll coll, Instance **out);
+// Below MPI_THREAD_MULTIPLE with PGS_TIMEOUT there is no watchdog thread: the
+// caller's own polls check the collective it has in flight.
+Until polled_by_caller(pg_strategy *s);
 // In-place alltoall(v) on CPU memory is copied into *stage first.
 void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage);
 // The blocking body shared by run and queued nonblocking work.
@@ -58,6 +61,9 @@ pg_status poison_on_failure(pg_strategy *s, pg_status st);
 pg_status check_peers(pg_strategy *s);
 
 // complete.cpp.
+// A work its starting thread advances: started natively, not adopted by a
+// queued task, not finished.
+bool moved_by_starter(const pg_work *w);
 // Records w's end with `st` (and its message) and wakes its waiters.
 void end_work(pg_work *w, pg_status st, const std::string &error);
 // Advances w's request until it finishes or `timeout_s` passes (< 0: until it
@@ -77,18 +83,9 @@ void advance_started(pg_strategy *s);
 // The progress hook (util/poll.h): advances the started works of the
 // strategies the calling thread called into last.
 void advance_thread_works();
-// The strategy's started native collectives that no queued task has adopted:
-// a task queued now adopts them and advances them to their end before it
-// runs; the caller's thread no longer tests them.
-std::vector<pg_work *> adopt_started(pg_strategy *s);
-// Whether this thread has started works that have not finished, on any strategy.
-bool thread_has_started_works();
 // The calling thread becomes the one whose waits advance s's works (a
 // strategy may pass from thread to thread); not the progress thread.
 void claim(pg_strategy *s);
-// Below MPI_THREAD_MULTIPLE with PGS_TIMEOUT there is no watchdog thread: the
-// caller's own polls check the collective it has in flight.
-Until polled_by_caller(pg_strategy *s);
 // A staged input (in-place alltoall) that MPI may still read: a call that
 // failed or was aborted may have left its sends to MPI.
 void keep_stage_if_failed(pg_status st, std::vector<char> *stage);

@@ -2,7 +2,9 @@
 // default for what the backend lacks or declines), in what order with the
 // nonblocking work started before it, and on which thread.
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,14 @@ pg_status route(pg_strategy *s, Coll coll, Instance **out) {
   PG_CHECK(instance_for(s, coll, out));
   if (*out != s->primary.get()) trace::annotate_fallback();
   return PG_OK;
+}
+
+Until polled_by_caller(pg_strategy *s) {
+  Until until;
+  if (s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE) {
+    until.check = [s] { watchdog::abort_if_overdue(s, watchdog::own_marks(s).current()); };
+  }
+  return until;
 }
 
 namespace {
@@ -140,6 +150,19 @@ pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
   pg_status sent = work_wait(w, -1);
   work_free(w);
   return st != PG_OK ? st : sent;
+}
+
+// Whether this thread has started works that have not finished, on any strategy.
+bool thread_has_started_works() {
+  bool any = false;
+  const std::thread::id me = std::this_thread::get_id();
+  runtime::for_each_live([&](pg_strategy *s) {
+    if (any || s->driver.load(std::memory_order_relaxed) != me) return;
+    std::lock_guard<std::mutex> lock(s->works_mutex);
+    any = std::any_of(s->works.begin(), s->works.end(),
+                      [](const auto &entry) { return moved_by_starter(entry.second); });
+  });
+  return any;
 }
 
 // A blocking call into a backend that does not poll (a table's) would leave

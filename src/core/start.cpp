@@ -46,6 +46,19 @@ void run_queued(pg_strategy *s, pg_work *w, const CollArgs &a, std::uint64_t seq
   end_work(w, poison_on_failure(s, st), last_error());
 }
 
+// The strategy's started native collectives that no queued task has adopted:
+// a task queued now adopts them and advances them to their end before it
+// runs; the caller's thread no longer tests them.
+std::vector<pg_work *> adopt_started(pg_strategy *s) {
+  std::vector<pg_work *> adopted;
+  for (const auto &[order, w] : s->works)
+    if (w->collective && moved_by_starter(w)) {
+      w->adopted = true;
+      adopted.push_back(w);
+    }
+  return adopted;
+}
+
 // Starts w's operation on its instance at once: PG_ERR_UNSUPPORTED when the
 // instance has no native start for it.
 pg_status start_native(pg_strategy *s, pg_work *w, const CollArgs &a) {
