@@ -33,11 +33,20 @@ std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
 
 }  // namespace
 
-// One operation: publish (once the operation before it is done here), wait,
-// then read the peers' parts (on large nodes, small ones climb the tree
-// instead); across nodes the MPI step of each rank that crosses, and the
-// others' wait for the result. test() moves it as far as it can without
-// waiting.
+// One operation, as a sequence of stages (docs/algorithms.md, "The fast
+// path", describes the protocol):
+//
+//   publish  once the operation before it is done here: this rank's input
+//            into its part, seq = t (up the tree, climbing publishes instead)
+//   gather   every local rank has published (up the tree: this rank's
+//            children): read and reduce what this rank needs, or its block
+//   across   this rank's step across nodes over its rail (MPI), then done = t
+//   result   the node's first rank's result is there: copy it
+//   share    every rank's block is there: copy them
+//
+// test() runs the stages in order as far as it can without waiting: each
+// stage names the next one, or itself when it must wait; a failed stage ends
+// the operation.
 class FastPath::Op final : public Request {
  public:
   Op(FastPath &path, const CollArgs &a, std::uint64_t t)
@@ -45,60 +54,82 @@ class FastPath::Op final : public Request {
 
   pg_status test(bool *done) override {
     *done = false;
-    if (stage_ == Stage::publish) {
-      if (p_.finished_.load(std::memory_order_acquire) + 1 < t_) return PG_OK;  // the operation before this one is not done here
-      if (!tree_) publish();
-      stage_ = Stage::gather;
-    }
-    if (stage_ == Stage::gather) {
-      bool finished = false;
-      PG_CHECK(tree_ ? climb_tree(&finished) : gather(&finished));
-      if (finished) return finish(done);
-    }
-    if (stage_ == Stage::result) {  // the node's first rank's result
-      bool ready = false;
-      PG_CHECK(posted(0, &ready));
-      if (!ready) return PG_OK;
-      if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes_), bytes_);
-      return finish(done);
-    }
-    if (stage_ == Stage::share) {
-      for (int q = 0; q < p_.local_size_; ++q) {
-        bool ready = false;
-        PG_CHECK(posted(q, &ready));
-        if (!ready) return PG_OK;
+    while (stage_ != Stage::finished) {
+      Stage next = stage_;
+      pg_status st = PG_OK;
+      switch (stage_) {
+        case Stage::publish: publish_when_ready(&next); break;
+        case Stage::gather: st = tree_ ? climb_tree(&next) : gather(&next); break;
+        case Stage::across: st = finish_across(&next); break;
+        case Stage::result: st = copy_result(&next); break;
+        case Stage::share: st = copy_blocks(&next); break;
+        case Stage::finished: break;
       }
-      gather_blocks();
-      return finish(done);
-    }
-    if (stage_ == Stage::across) {
-      bool finished = false;
-      pg_status st = across_ ? across_->test(&finished) : PG_OK;
-      if (st == PG_OK && across_ && !finished) return PG_OK;
-      across_.reset();
-      if (st == PG_OK && p_.fail_across_)  // after its MPI step, so that no other node waits for it
-        st = fail(PG_ERR_BACKEND, "the step across nodes failed on request (PGS_FAIRRING_FAULT)");
-      if (st != PG_OK) return fail_node(st);
-      if (split_) {
-        const auto [lo, len] = block(p_.local_);
-        reduce_finish(a_.dtype, a_.op, p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len, p_.size_);
-        share_block();
-        stage_ = Stage::share;
-        return test(done);
+      if (st != PG_OK) {
+        stage_ = Stage::finished;
+        return st;
       }
-      if (a_.coll == Coll::allreduce) {
-        reduce_finish(a_.dtype, a_.op, a_.recv, a_.count, p_.size_);
-        std::memcpy(p_.input(0, t_, bytes_), a_.recv, bytes_);
-      }
-      p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
-      return finish(done);
+      if (next == stage_) return PG_OK;  // waiting
+      stage_ = next;
     }
-    *done = stage_ == Stage::finished;
+    *done = true;
     return PG_OK;
   }
 
  private:
   enum class Stage { publish, gather, result, share, across, finished };
+
+  // The operation before this one is done here: this rank publishes.
+  void publish_when_ready(Stage *next) {
+    if (p_.finished_.load(std::memory_order_acquire) + 1 < t_) return;
+    if (!tree_) publish();
+    *next = Stage::gather;
+  }
+
+  // This rank's step across nodes has finished: a split block is final and
+  // shared; the leader's result goes to its part with done = t.
+  pg_status finish_across(Stage *next) {
+    bool finished = false;
+    pg_status st = across_ ? across_->test(&finished) : PG_OK;
+    if (st == PG_OK && across_ && !finished) return PG_OK;
+    across_.reset();
+    if (st == PG_OK && p_.fail_across_)  // after its MPI step, so that no other node waits for it
+      st = fail(PG_ERR_BACKEND, "the step across nodes failed on request (PGS_FAIRRING_FAULT)");
+    if (st != PG_OK) return fail_node(st);
+    if (split_) {
+      const auto [lo, len] = block(p_.local_);
+      reduce_finish(a_.dtype, a_.op, p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len, p_.size_);
+      share_block();
+      *next = Stage::share;
+      return PG_OK;
+    }
+    if (a_.coll == Coll::allreduce) {
+      reduce_finish(a_.dtype, a_.op, a_.recv, a_.count, p_.size_);
+      std::memcpy(p_.input(0, t_, bytes_), a_.recv, bytes_);
+    }
+    p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
+    return finish(next);
+  }
+
+  // The node's first rank has stored its result: every other rank copies it.
+  pg_status copy_result(Stage *next) {
+    bool ready = false;
+    PG_CHECK(posted(0, &ready));
+    if (!ready) return PG_OK;
+    if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes_), bytes_);
+    return finish(next);
+  }
+
+  // Every rank has stored its final block: this rank copies the others'.
+  pg_status copy_blocks(Stage *next) {
+    for (int q = 0; q < p_.local_size_; ++q) {
+      bool ready = false;
+      PG_CHECK(posted(q, &ready));
+      if (!ready) return PG_OK;
+    }
+    gather_blocks();
+    return finish(next);
+  }
 
   bool leader_mode() const { return p_.nodes_ > 1; }
   // Small allreduces and barriers on a node of PGS_FAIRRING_TREE_RANKS or more go up the tree.
@@ -135,30 +166,29 @@ class FastPath::Op final : public Request {
   }
   // The gather stage on a large node, once this rank's children are up: its
   // part of the tree; the root then finishes the node's result or crosses.
-  pg_status climb_tree(bool *finished) {
+  pg_status climb_tree(Stage *next) {
     if (!children_arrived()) return PG_OK;
     climb();
     if (p_.local_ != 0) {
-      stage_ = Stage::result;
+      *next = Stage::result;
       return PG_OK;
     }
     char *total = p_.input(0, t_, bytes_);
     if (leader_mode()) {
       if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes_);
-      return cross(a_.recv, a_.count);
+      return cross(a_.recv, a_.count, next);
     }
     if (a_.coll == Coll::allreduce) reduce_finish(a_.dtype, a_.op, total, a_.count, p_.size_);
     p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
     if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes_);
-    *finished = true;
-    return PG_OK;
+    return finish(next);
   }
 
   // The gather stage otherwise, once every local rank has published (across
   // nodes, unsplit, the others wait for the first rank's result instead).
-  pg_status gather(bool *finished) {
+  pg_status gather(Stage *next) {
     if (leader_mode() && !split_ && p_.local_ != 0) {
-      stage_ = Stage::result;
+      *next = Stage::result;
       return PG_OK;
     }
     if (!p_.arrived(t_)) return PG_OK;
@@ -166,25 +196,24 @@ class FastPath::Op final : public Request {
       reduce_block();
       if (leader_mode()) {  // every rank sends its own block over its rail
         const auto [lo, len] = block(p_.local_);
-        return cross(p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len);
+        return cross(p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len, next);
       }
       share_block();
-      stage_ = Stage::share;
+      *next = Stage::share;
       return PG_OK;
     }
     if (leader_mode()) {
       if (a_.coll == Coll::allreduce) reduce_node_into(static_cast<char *>(a_.recv), 0);
-      return cross(a_.recv, a_.count);
+      return cross(a_.recv, a_.count, next);
     }
     read_node();
-    *finished = true;
-    return PG_OK;
+    return finish(next);
   }
 
   // This rank's step across nodes, in place over its rail: an allreduce of
   // `count` elements at `at` (none: nothing to send), or a barrier.
-  pg_status cross(void *at, std::size_t count) {
-    stage_ = Stage::across;
+  pg_status cross(void *at, std::size_t count, Stage *next) {
+    *next = Stage::across;
     if (a_.coll == Coll::allreduce && count == 0) return PG_OK;
     const CollArgs across =
         a_.coll == Coll::allreduce
@@ -322,7 +351,6 @@ class FastPath::Op final : public Request {
   pg_status fail_node(pg_status st) {
     const std::string why = last_error();
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].done.store(t_ | kFailed, std::memory_order_release);
-    stage_ = Stage::finished;
     return fail_message(st, "fairring: rank " + std::to_string(p_.rank_of_local_[static_cast<std::size_t>(p_.local_)]) +
                                 " failed its step across nodes of this " + coll_name(a_.coll) + ": " + why);
   }
@@ -333,16 +361,15 @@ class FastPath::Op final : public Request {
     const std::uint64_t d = p_.parts_[static_cast<std::size_t>(q)].flags[t_ % 2].done.load(std::memory_order_acquire);
     *ready = (d & ~kFailed) >= t_;
     if (!*ready || !(d & kFailed)) return PG_OK;
-    stage_ = Stage::finished;
     return fail(PG_ERR_BACKEND,
                 "fairring: rank %d of this node failed its step across nodes of this %s; its own message says why",
                 p_.rank_of_local_[static_cast<std::size_t>(q)], coll_name(a_.coll));
   }
 
-  pg_status finish(bool *done) {
+  // This rank's result is in place and no peer reads its buffers any more.
+  pg_status finish(Stage *next) {
     p_.finished_.store(t_, std::memory_order_release);
-    stage_ = Stage::finished;
-    *done = true;
+    *next = Stage::finished;
     return PG_OK;
   }
 

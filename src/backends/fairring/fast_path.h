@@ -1,45 +1,21 @@
 // fairring's path for small and mid-size messages on a node (algorithm
-// "fast", docs/algorithms.md): one shared window per strategy, made once.
-// Each rank's part holds two cache-line flags and two slots, used by the
-// node's operations alternately (operation t uses parity t % 2):
+// "fast"; the protocol, step by step and with its costs: docs/algorithms.md,
+// "The fast path"; its stages in code: FastPath::Op in fast_path.cpp).
 //
-//   flag[t%2] = { seq, done, payload[48] }   seq: the rank has published its
-//                                            input to operation t (inline in
-//                                            payload when it fits, else in
-//                                            slot[t%2]); done: the result
-//                                            of t is there (the node's leader's
-//                                            across nodes; on one node, split,
-//                                            each rank's reduced block), or,
-//                                            with kFailed, the leader's step
-//                                            across nodes failed
+// One shared window per strategy, made once. Each rank's part holds two
+// cache-line flags and two slots; the node's operations t = 1, 2, ... use
+// parity t % 2 by turns:
 //
-// On nodes of PGS_FAIRRING_TREE_RANKS ranks or more, allreduces below the
-// split and barriers go up a 4-ary tree of the local ranks instead: a rank
-// waits for its children's seq = t, stores its input combined with their
-// partial results (its own first, then theirs in order) in its flag or slot,
-// then seq = t; local rank 0, the root, holds the node's result, stores
-// done = t (after the step across nodes, as above), and every rank copies it.
-// About log4(L) + 1 flag hops, k lines read per rank, instead of every rank
-// reading all L inputs.
-//
-// An operation: every rank copies its input to its own flag or slot and
-// stores seq = t (release); waits until every local rank's seq[t%2] is t
-// (acquire); then reads what it needs straight from the peers' parts into the
-// user's buffer, reducing with the library's kernel in local-rank order, so
-// every rank gets the same bits. An allreduce from PGS_FAIRRING_SPLIT_BYTES is
-// split: each rank reduces one block, across nodes (regular layouts)
-// allreduces it over its rail, stores done = t, and copies the others'
-// blocks. Across nodes otherwise (barrier, small or irregular allreduce) the
-// node's first rank reduces, runs MPI among the first ranks of every node,
-// puts the result in its part and stores done = t; the others copy it. A rank
-// whose MPI step fails stores done = t | kFailed instead: its node's ranks
-// return PG_ERR_BACKEND naming it rather than wait for a result that will
-// not come.
+//   flag[t%2] = { seq, done, payload[48] }
+//     seq   the rank has published its input to t (in payload when it fits,
+//           else in slot[t%2]), or, up the tree, its partial result
+//     done  the result of t is in this rank's part (the node's leader's, or
+//           the rank's own block of a split allreduce); with kFailed, the
+//           rank's step across nodes failed
 //
 // No barrier closes an operation: a rank writes parity t % 2 again only at
-// operation t + 2, after it has seen every local rank arrive at t + 1, which
-// each does only after it finished reading operation t. Operations start in
-// order (a nonblocking one publishes once the one before it is done here).
+// t + 2, after it has seen every local rank arrive at t + 1, which each does
+// only after it finished reading t.
 #pragma once
 
 #include <mpi.h>
