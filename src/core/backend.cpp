@@ -7,10 +7,9 @@
 namespace pg {
 
 const char *coll_name(Coll coll) {
-  static const char *const names[kCollCount] = {
-      "allreduce", "broadcast", "reduce",  "allgather", "reduce_scatter", "alltoall",
-      "gather",    "scatter",   "barrier", "send",      "recv",           "sendrecv",
-      "allgatherv", "reduce_scatterv", "alltoallv", "gatherv", "scatterv"};
+#define PG_COLL_NAME(name, kinds) #name,
+  static const char *const names[kCollCount] = {PG_COLLECTIVES(PG_COLL_NAME, PG_COLL_NAME)};
+#undef PG_COLL_NAME
   return names[static_cast<int>(coll)];
 }
 
@@ -37,12 +36,8 @@ pg_in_place in_place_layout(const CollArgs &a, int rank) {
 
 std::uint64_t buffer_bytes(const CollArgs &a, int size) {
   const std::uint64_t one = a.count * dtype_size(a.dtype);
+  if (has_blocks(a.coll)) return one * static_cast<std::uint64_t>(size);
   switch (a.coll) {
-    case Coll::allgather:
-    case Coll::reduce_scatter:
-    case Coll::alltoall:
-    case Coll::gather:
-    case Coll::scatter: return one * static_cast<std::uint64_t>(size);
     case Coll::barrier: return 0;
     // The uneven collectives: what this rank's buffers hold (the whole
     // receive buffer of allgatherv, the root's of gatherv and scatterv,

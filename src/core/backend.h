@@ -8,24 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "core/collectives.h"
 #include "pg_backend.h"
 #include "util/in_place.h"
 
 namespace pg {
-
-enum class Coll {
-  allreduce, broadcast, reduce, allgather, reduce_scatter, alltoall, gather, scatter,
-  barrier, send, recv, sendrecv,
-  // The uneven collectives: counts and displacements per rank (CollArgs::v).
-  allgatherv, reduce_scatterv, alltoallv, gatherv, scatterv,
-};
-constexpr int kCollCount = static_cast<int>(Coll::scatterv) + 1;
-const char *coll_name(Coll coll);
-
-inline bool is_uneven(Coll c) {
-  return c == Coll::allgatherv || c == Coll::reduce_scatterv || c == Coll::alltoallv || c == Coll::gatherv ||
-         c == Coll::scatterv;
-}
 
 // The counts and displacements of an uneven collective (elements, one entry
 // per rank), copied from the caller's arrays when the call is made: immutable,
@@ -103,15 +90,6 @@ std::uint64_t buffer_bytes(const CollArgs &a, int size);
 
 // The in-place layout of `a` on rank `rank` (util/in_place.h).
 pg_in_place in_place_layout(const CollArgs &a, int rank);
-
-inline bool is_reduction(Coll c) {
-  return c == Coll::allreduce || c == Coll::reduce || c == Coll::reduce_scatter || c == Coll::reduce_scatterv;
-}
-inline bool is_point_to_point(Coll c) { return c == Coll::send || c == Coll::recv || c == Coll::sendrecv; }
-inline bool is_rooted(Coll c) {
-  return c == Coll::broadcast || c == Coll::reduce || c == Coll::gather || c == Coll::scatter ||
-         c == Coll::gatherv || c == Coll::scatterv;
-}
 
 // A started nonblocking operation of a backend. It may be destroyed before it
 // finished (a strategy torn down after a failure) and after MPI_Finalize, when

@@ -59,23 +59,13 @@ class TableBackend final : public Backend {
 
   bool implements(Coll coll) const override {
     switch (coll) {
-      case Coll::allreduce: return ops_.allreduce;
-      case Coll::broadcast: return ops_.broadcast;
-      case Coll::reduce: return ops_.reduce;
-      case Coll::allgather: return ops_.allgather;
-      case Coll::reduce_scatter: return ops_.reduce_scatter;
-      case Coll::alltoall: return ops_.alltoall;
-      case Coll::gather: return ops_.gather;
-      case Coll::scatter: return ops_.scatter;
-      case Coll::barrier: return ops_.barrier;
-      case Coll::send: return ops_.send;
-      case Coll::recv: return ops_.recv;
-      case Coll::sendrecv: return false;  // composed by the library from send and recv
-      case Coll::allgatherv: return ops_.allgatherv;
-      case Coll::reduce_scatterv: return ops_.reduce_scatterv;
-      case Coll::alltoallv: return ops_.alltoallv;
-      case Coll::gatherv: return ops_.gatherv;
-      case Coll::scatterv: return ops_.scatterv;
+#define PG_TABLE_ENTRY(name, kinds) \
+  case Coll::name: return ops_.name != nullptr;
+#define PG_NO_TABLE_ENTRY(name, kinds) \
+  case Coll::name: return false;
+      PG_COLLECTIVES(PG_TABLE_ENTRY, PG_NO_TABLE_ENTRY)
+#undef PG_TABLE_ENTRY
+#undef PG_NO_TABLE_ENTRY
     }
     return false;
   }

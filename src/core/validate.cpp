@@ -313,9 +313,7 @@ pg_status validate(const char *fn, const pg_strategy *s, CollArgs *args, const V
   const bool root = a.root == s->rank;
   std::size_t one = 0, all = 0;
   PG_CHECK(c.bytes(a.count, 1, &one));
-  const bool blocks = a.coll == Coll::allgather || a.coll == Coll::reduce_scatter ||
-                      a.coll == Coll::alltoall || a.coll == Coll::gather || a.coll == Coll::scatter;
-  if (blocks) PG_CHECK(c.bytes(a.count, p, &all));  // buffers of size*count elements
+  if (has_blocks(a.coll)) PG_CHECK(c.bytes(a.count, p, &all));  // buffers of size*count elements
   switch (a.coll) {
     case Coll::allreduce:
       PG_CHECK(c.buffer(a.send, one, "sendbuf"));
