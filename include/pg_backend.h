@@ -16,6 +16,7 @@
 #define PG_BACKEND_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "pg_strategy.h"
 
@@ -138,6 +139,19 @@ typedef struct pg_backend_ops {
   pg_status (*scatterv)(void *state, const void *send, const size_t *sendcounts, const size_t *displs,
                         void *recv, size_t recvcount, pg_dtype dtype, int root);
 } pg_backend_ops;
+
+/** A table to fill in: abi_version and struct_size this header's, `name` and
+ * `devices` as given, every other field NULL (an operation left NULL runs on
+ * the device's default backend). */
+static inline pg_backend_ops pg_backend_ops_init(const char *name, uint32_t devices) {
+  pg_backend_ops ops;
+  memset(&ops, 0, sizeof ops);
+  ops.abi_version = PG_BACKEND_ABI_VERSION;
+  ops.struct_size = sizeof ops;
+  ops.name = name;
+  ops.devices = devices;
+  return ops;
+}
 
 /** Register a backend. The table and its name are copied. Thread-safe, local.
  * PG_ERR_INVALID_ARGUMENT: NULL table, invalid or duplicate name (built-ins

@@ -158,12 +158,8 @@ static pg_status ring_allreduce(void *state, const void *send, void *recv, size_
  * libpg_backend_ring.so, because a strategy asked for "ring". PG_API gives it
  * default visibility even when the rest is built hidden. */
 PG_API pg_status pg_backend_plugin_init(void) {
-  pg_backend_ops ops;
-  memset(&ops, 0, sizeof ops); /* every operation not set below is NULL: delegated */
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = "ring";
-  ops.devices = PG_DEVICE_CPU;
+  /* every operation not set below runs on the default backend */
+  pg_backend_ops ops = pg_backend_ops_init("ring", PG_DEVICE_CPU);
   ops.create = ring_create;
   ops.destroy = ring_destroy;
   ops.allreduce = ring_allreduce;

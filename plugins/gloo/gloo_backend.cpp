@@ -277,12 +277,8 @@ pg_status gloo_barrier(void *state) {
 
 // The plugin's entry point, called once when a strategy first asks for "gloo".
 extern "C" PG_API pg_status pg_backend_plugin_init(void) {
-  pg_backend_ops ops;
-  std::memset(&ops, 0, sizeof ops);  // operations not set here run on the default backend
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = "gloo";
-  ops.devices = PG_DEVICE_CPU;
+  // Operations not set here run on the default backend.
+  pg_backend_ops ops = pg_backend_ops_init("gloo", PG_DEVICE_CPU);
   ops.create = gloo_create;
   ops.destroy = gloo_destroy;
   ops.allreduce = gloo_allreduce;

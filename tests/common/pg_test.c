@@ -93,12 +93,7 @@ static pg_status plain_allreduce(void *state, const void *send, void *recv, size
 }
 
 pg_status pg_test_register_plain(void) {
-  pg_backend_ops ops;
-  memset(&ops, 0, sizeof ops);
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = "plain";
-  ops.devices = PG_DEVICE_CPU;
+  pg_backend_ops ops = pg_backend_ops_init("plain", PG_DEVICE_CPU);
   ops.create = plain_create;
   ops.allreduce = plain_allreduce;
   return pg_backend_register(&ops);

@@ -242,12 +242,7 @@ static pg_status ordered_broadcast(void *state, void *buf, size_t count, pg_dtyp
 }
 
 static void register_ordered(void) {
-  pg_backend_ops ops;
-  memset(&ops, 0, sizeof ops);
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = "ordered";
-  ops.devices = PG_DEVICE_CPU;
+  pg_backend_ops ops = pg_backend_ops_init("ordered", PG_DEVICE_CPU);
   ops.create = ordered_create;
   ops.destroy = ordered_destroy;
   ops.allreduce = ordered_allreduce;

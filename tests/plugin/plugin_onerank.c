@@ -2,7 +2,6 @@
  * of its own: everything runs on the default backend. The tests make it
  * visible to some ranks only. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "pg_backend.h"
 
@@ -13,12 +12,7 @@ static pg_status onerank_create(const pg_backend_context *ctx, void *user_data, 
 }
 
 PG_API pg_status pg_backend_plugin_init(void) {
-  pg_backend_ops ops;
-  memset(&ops, 0, sizeof ops);
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = "onerank";
-  ops.devices = PG_DEVICE_CPU;
+  pg_backend_ops ops = pg_backend_ops_init("onerank", PG_DEVICE_CPU);
   ops.create = onerank_create;
   return pg_backend_register(&ops);
 }

@@ -2,7 +2,6 @@
  * libpg_backend_initfails.so registers a name the library refuses ("Init-Fails")
  * and returns that failure; libpg_backend_wrongname.so registers a backend
  * under another name than its file's. */
-#include <string.h>
 
 #include "pg_backend.h"
 
@@ -12,12 +11,7 @@ static pg_status never_called(const pg_backend_context *ctx, void *user_data, vo
 }
 
 PG_API pg_status pg_backend_plugin_init(void) {
-  pg_backend_ops ops;
-  memset(&ops, 0, sizeof ops);
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = REGISTERED_NAME;
-  ops.devices = PG_DEVICE_CPU;
+  pg_backend_ops ops = pg_backend_ops_init(REGISTERED_NAME, PG_DEVICE_CPU);
   ops.create = never_called;
   return pg_backend_register(&ops);
 }

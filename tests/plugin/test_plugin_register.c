@@ -63,12 +63,7 @@ static pg_status returns_status(void *state, const void *send, void *recv, size_
 static int g_user_data_creates;
 
 static pg_backend_ops base_table(const char *name) {
-  pg_backend_ops ops;
-  memset(&ops, 0, sizeof ops);
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = name;
-  ops.devices = PG_DEVICE_CPU;
+  pg_backend_ops ops = pg_backend_ops_init(name, PG_DEVICE_CPU);
   ops.user_data = &g_user_data_creates;
   ops.create = only_create;
   ops.destroy = only_destroy;

@@ -174,11 +174,7 @@ static pg_status table_scatterv(void *state, const void *send, const size_t *sen
 }
 
 pg_status random_table_register(void) {
-  pg_backend_ops ops = {0};
-  ops.abi_version = PG_BACKEND_ABI_VERSION;
-  ops.struct_size = sizeof ops;
-  ops.name = RANDOM_TABLE_NAME;
-  ops.devices = PG_DEVICE_CPU;
+  pg_backend_ops ops = pg_backend_ops_init(RANDOM_TABLE_NAME, PG_DEVICE_CPU);
   ops.create = table_create;
   ops.allreduce = table_allreduce;
   ops.broadcast = table_broadcast;
