@@ -43,22 +43,12 @@ const Param<Settings> kRows[] = {
      [](const char *n, const char *v, Settings *s) { return parse_seconds(n, v, &s->timeout_s); },
      [](const Settings &s) { return std::string(s.timeout_s > 0 ? "on" : "off"); }},
     {"PGS_BIND", "none", "bind each rank near its GPU (CPU: spread over NUMA nodes)",
-     [](const char *n, const char *v, Settings *s) {
-       int mode = 0;
-       PG_CHECK(parse_choice(n, v, kBindModes, &mode));
-       s->bind = static_cast<topology::Bind>(mode);
-       return PG_OK;
-     },
+     [](const char *n, const char *v, Settings *s) { return parse_choice(n, v, kBindModes, &s->bind); },
      nullptr},
     {"PGS_WAIT", "auto",
      "how a waiting rank uses its core: spin, yield to peers, or auto (yield when the host has more ranks than CPUs, "
      "else spin 20 us first)",
-     [](const char *n, const char *v, Settings *s) {
-       int mode = 0;
-       PG_CHECK(parse_choice(n, v, kWaitModes, &mode));
-       s->wait = static_cast<Settings::Wait>(mode);
-       return PG_OK;
-     },
+     [](const char *n, const char *v, Settings *s) { return parse_choice(n, v, kWaitModes, &s->wait); },
      nullptr},
     {"PGS_WAIT_BUDGET", "10000", "microseconds a wait spins (or yields) before the rank naps, leaving its core idle",
      [](const char *n, const char *v, Settings *s) { return parse_int(n, v, 0, 100000000, &s->wait_budget_us); },

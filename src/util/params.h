@@ -107,6 +107,14 @@ pg_status parse_size(const char *var, const char *value, std::size_t min, std::s
 pg_status parse_seconds(const char *var, const char *value, double *out);
 // One of `names`: *out is its index.
 pg_status parse_choice(const char *var, const char *value, const std::vector<const char *> &names, int *out);
+// The same into an enum whose values are the indices of `names`.
+template <typename Enum>
+pg_status parse_choice(const char *var, const char *value, const std::vector<const char *> &names, Enum *out) {
+  int index = 0;
+  const pg_status st = parse_choice(var, value, names, &index);
+  if (st == PG_OK) *out = static_cast<Enum>(index);
+  return st;
+}
 pg_status parse_log_level(const char *var, const char *value, LogLevel *out);
 
 }  // namespace pg::params
