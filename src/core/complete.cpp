@@ -17,9 +17,6 @@
 #include "util/status.h"
 
 namespace pg {
-
-bool moved_by_starter(const pg_work *w) { return w->native && !w->adopted && !w->finished; }
-
 namespace {
 
 // Polls a native work until it finishes or `timeout_s` passes (< 0: forever).
@@ -62,19 +59,6 @@ bool advance_held(pg_work *w, double timeout_s) {
   return true;
 }
 
-}  // namespace
-
-// advance_held, once no other thread polls the work (another thread's wait may
-// be making one round on it).
-bool advance(pg_work *w, double timeout_s) {
-  while (w->driving.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
-  const bool finished = advance_held(w, timeout_s);
-  w->driving.store(false, std::memory_order_release);
-  return finished;
-}
-
-namespace {
-
 // One round on a work that no thread polls now (a wait moving the thread's
 // other works; the work this thread polls itself is left alone).
 void try_advance(pg_work *w) {
@@ -95,7 +79,37 @@ bool moved_here(pg_work *w) {
   return moved_here_locked(w);
 }
 
+// wait_work, after the collectives of its strategy started before w (works finish
+// in start order; a rank waiting for a later one while its peers wait for an
+// earlier one must not keep the earlier one from moving).
+bool wait_in_order(pg_work *w, double timeout_s) {
+  pg_strategy *s = w->strategy;
+  if (!s || !w->collective) return wait_work(w, timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s < 0 ? 0 : timeout_s);
+  auto left = [&] {
+    if (timeout_s < 0) return -1.0;
+    const double d = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    return d > 0 ? d : 0.0;
+  };
+  for (const auto &[order, earlier] : s->works) {
+    if (order >= w->order) break;
+    if (earlier->collective && earlier->native && !earlier->finished && !wait_work(earlier, left())) return false;
+  }
+  return wait_work(w, left());
+}
+
 }  // namespace
+
+bool moved_by_starter(const pg_work *w) { return w->native && !w->adopted && !w->finished; }
+
+// advance_held, once no other thread polls the work (another thread's wait may
+// be making one round on it).
+bool advance(pg_work *w, double timeout_s) {
+  while (w->driving.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+  const bool finished = advance_held(w, timeout_s);
+  w->driving.store(false, std::memory_order_release);
+  return finished;
+}
 
 // Brings w up to date, waiting up to `timeout_s` (< 0: until it finishes);
 // true when it has finished. A work this thread does not move (queued, or
@@ -120,29 +134,6 @@ bool wait_work(pg_work *w, double timeout_s) {
     w->finished_cv.wait_until(lock, next, [w] { return w->finished.load() || moved_here_locked(w); });
   }
 }
-
-namespace {
-
-// wait_work, after the collectives of its strategy started before w (works finish
-// in start order; a rank waiting for a later one while its peers wait for an
-// earlier one must not keep the earlier one from moving).
-bool wait_in_order(pg_work *w, double timeout_s) {
-  pg_strategy *s = w->strategy;
-  if (!s || !w->collective) return wait_work(w, timeout_s);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s < 0 ? 0 : timeout_s);
-  auto left = [&] {
-    if (timeout_s < 0) return -1.0;
-    const double d = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    return d > 0 ? d : 0.0;
-  };
-  for (const auto &[order, earlier] : s->works) {
-    if (order >= w->order) break;
-    if (earlier->collective && earlier->native && !earlier->finished && !wait_work(earlier, left())) return false;
-  }
-  return wait_work(w, left());
-}
-
-}  // namespace
 
 void advance_started(pg_strategy *s) {
   for (const auto &[order, w] : s->works)

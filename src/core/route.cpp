@@ -16,42 +16,6 @@
 #include "util/status.h"
 
 namespace pg {
-
-// Collectives on zero elements have nothing to do (messages of zero elements
-// still have to match, so point-to-point is not trivial; nor are the uneven
-// collectives, whose other ranks may move data while this one has none).
-bool trivial(const CollArgs &a) {
-  return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier && !is_uneven(a.coll);
-}
-
-std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
-  return is_point_to_point(a.coll) ? 0 : s->sequence;
-}
-
-pg_status instance_for(pg_strategy *s, Coll coll, Instance **out) {
-  if (delegates(s, coll)) {
-    PG_CHECK(ensure_fallback(s));
-    *out = s->fallback.get();
-  } else {
-    *out = s->primary.get();
-  }
-  return PG_OK;
-}
-
-pg_status route(pg_strategy *s, Coll coll, Instance **out) {
-  PG_CHECK(instance_for(s, coll, out));
-  if (*out != s->primary.get()) trace::annotate_fallback();
-  return PG_OK;
-}
-
-Until polled_by_caller(pg_strategy *s) {
-  Until until;
-  if (s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE) {
-    until.check = [s] { watchdog::abort_if_overdue(s, watchdog::own_marks(s).current()); };
-  }
-  return until;
-}
-
 namespace {
 
 // The backend declined this call (PG_ERR_UNSUPPORTED before it communicated):
@@ -64,23 +28,6 @@ pg_status reroute(pg_strategy *s, Coll coll, Instance **out) {
   trace::annotate_fallback();
   return PG_OK;
 }
-
-}  // namespace
-
-// In-place alltoall on CPU memory is staged into a copy, so CPU backends never
-// see it; CUDA backends get it as it is (the copy would be device memory).
-// The same for alltoallv: the blocks sendcounts and sdispls describe.
-void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
-  if ((a->coll != Coll::alltoall && a->coll != Coll::alltoallv) || !a->in_place || s->device.cuda) return;
-  const char *p = static_cast<const char *>(a->send);
-  const std::size_t elements = a->coll == Coll::alltoall ? a->count * static_cast<std::size_t>(s->size)
-                                                         : VCounts::extent(a->v->send_counts, a->v->send_displs);
-  stage->assign(p, p + elements * dtype_size(a->dtype));
-  a->send = stage->data();
-  a->in_place = false;
-}
-
-namespace {
 
 pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a);
 
@@ -121,20 +68,6 @@ pg_status run_routed(pg_strategy *s, const CollArgs &a) {
                 inst->name.c_str(), coll_name(a.coll), dtype_name(a.dtype), op_name(a.op));
   return st;
 }
-
-}  // namespace
-
-pg_status run_blocking(pg_strategy *s, const CollArgs &args, std::uint64_t sequence) {
-  CollArgs a = args;
-  std::vector<char> stage;
-  stage_alltoall(s, &a, &stage);
-  watchdog::Scope watched(s, a.coll, sequence);
-  const pg_status st = poison_on_failure(s, run_routed(s, a));
-  keep_stage_if_failed(st, &stage);
-  return st;
-}
-
-namespace {
 
 // A backend with send and recv but no sendrecv: the send goes asynchronously
 // (progress thread at MPI_THREAD_MULTIPLE, else before the receive).
@@ -192,6 +125,64 @@ pg_status run_beside(pg_strategy *s, const CollArgs &a, std::uint64_t trace_seq)
 }
 
 }  // namespace
+
+// Collectives on zero elements have nothing to do (messages of zero elements
+// still have to match, so point-to-point is not trivial; nor are the uneven
+// collectives, whose other ranks may move data while this one has none).
+bool trivial(const CollArgs &a) {
+  return a.count == 0 && !is_point_to_point(a.coll) && a.coll != Coll::barrier && !is_uneven(a.coll);
+}
+
+std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
+  return is_point_to_point(a.coll) ? 0 : s->sequence;
+}
+
+pg_status instance_for(pg_strategy *s, Coll coll, Instance **out) {
+  if (delegates(s, coll)) {
+    PG_CHECK(ensure_fallback(s));
+    *out = s->fallback.get();
+  } else {
+    *out = s->primary.get();
+  }
+  return PG_OK;
+}
+
+pg_status route(pg_strategy *s, Coll coll, Instance **out) {
+  PG_CHECK(instance_for(s, coll, out));
+  if (*out != s->primary.get()) trace::annotate_fallback();
+  return PG_OK;
+}
+
+Until polled_by_caller(pg_strategy *s) {
+  Until until;
+  if (s->settings.timeout_s > 0 && runtime::thread_level() < MPI_THREAD_MULTIPLE) {
+    until.check = [s] { watchdog::abort_if_overdue(s, watchdog::own_marks(s).current()); };
+  }
+  return until;
+}
+
+// In-place alltoall on CPU memory is staged into a copy, so CPU backends never
+// see it; CUDA backends get it as it is (the copy would be device memory).
+// The same for alltoallv: the blocks sendcounts and sdispls describe.
+void stage_alltoall(const pg_strategy *s, CollArgs *a, std::vector<char> *stage) {
+  if ((a->coll != Coll::alltoall && a->coll != Coll::alltoallv) || !a->in_place || s->device.cuda) return;
+  const char *p = static_cast<const char *>(a->send);
+  const std::size_t elements = a->coll == Coll::alltoall ? a->count * static_cast<std::size_t>(s->size)
+                                                         : VCounts::extent(a->v->send_counts, a->v->send_displs);
+  stage->assign(p, p + elements * dtype_size(a->dtype));
+  a->send = stage->data();
+  a->in_place = false;
+}
+
+pg_status run_blocking(pg_strategy *s, const CollArgs &args, std::uint64_t sequence) {
+  CollArgs a = args;
+  std::vector<char> stage;
+  stage_alltoall(s, &a, &stage);
+  watchdog::Scope watched(s, a.coll, sequence);
+  const pg_status st = poison_on_failure(s, run_routed(s, a));
+  keep_stage_if_failed(st, &stage);
+  return st;
+}
 
 // A backend failure poisons the strategy and raises its alarm, so that the
 // peers stop waiting for this rank (a failure learned from a peer's alarm
