@@ -4,10 +4,9 @@
 #include <string>
 
 #include "api/info.h"
+#include "core/dispatch.h"  // with core/strategy.h
 #include "core/registry.h"
 #include "core/runtime.h"
-#include "core/dispatch.h"
-#include "core/strategy.h"
 #include "core/trace.h"
 #include "core/validate.h"
 #include "mpi/agree.h"

@@ -1,11 +1,11 @@
 // Strategy lifecycle: creation (collective, one agreed status), split, destroy,
 // describe.
-#include "core/dispatch.h"
 #include "core/strategy.h"
 
 #include <algorithm>
 #include <thread>
 
+#include "core/dispatch.h"
 #include "core/plugin.h"
 #include "core/registry.h"
 #include "core/runtime.h"
