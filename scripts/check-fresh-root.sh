@@ -78,6 +78,21 @@ in_root() {
     ${http_proxy:+http_proxy=$http_proxy} ${https_proxy:+https_proxy=$https_proxy} \
     ${no_proxy:+no_proxy=$no_proxy} ${PIP_CERT:+PIP_CERT=/etc/ssl/pip-cert.pem} DEBIAN_FRONTEND=noninteractive "$@"
 }
+# timed WHAT COMMAND...: COMMAND in the root, then how long it took.
+timed() {
+  local what=$1 start
+  shift
+  start=$(seconds)
+  in_root "$@"
+  echo "== $what: $(since "$start")" >&2
+}
+# refuse_if MESSAGE TEST: the check fails with MESSAGE when the shell TEST succeeds in the root.
+refuse_if() {
+  if in_root sh -c "$2" >/dev/null 2>&1; then
+    echo "FAILED: $1" >&2
+    exit 1
+  fi
+}
 # trains LABEL EXPECTED-MPI SUCCESS-TEXT COMMAND [VAR=VALUE...]: COMMAND (in the
 # checkout) must exit 0, print SUCCESS-TEXT and run on EXPECTED-MPI.
 trains() {
@@ -101,34 +116,20 @@ run_ddp() {
   echo "   $label: torchrun and Lightning's launcher, 2 ranks, on $mpi" >&2
 }
 
-start=$(seconds)
-in_root python3 -m venv /venv
-in_root pip install -q torch lightning
-echo "== venv with torch and Lightning: $(since "$start")" >&2
-if in_root sh -c 'command -v mpicc || command -v cmake || test -e /usr/include/hwloc.h || test -e /usr/include/openssl' \
-  >/dev/null 2>&1; then
-  echo "FAILED: the fresh root has MPI, CMake, hwloc or OpenSSL headers: not what this check means" >&2
-  exit 1
-fi
+timed "venv with torch and Lightning" bash -c 'python3 -m venv /venv && pip install -q torch lightning'
+refuse_if "the fresh root has MPI, CMake, hwloc or OpenSSL headers: not what this check means" \
+  'command -v mpicc || command -v cmake || test -e /usr/include/hwloc.h || test -e /usr/include/openssl'
 
-start=$(seconds)
-in_root bash -c 'cd /src/pgstrategy && pip install -q ./bindings/python'
-echo "== pip install ./bindings/python: $(since "$start")" >&2
+timed "pip install ./bindings/python" bash -c 'cd /src/pgstrategy && pip install -q ./bindings/python'
 run_ddp "the mpich wheel" "MPICH 5"
 in_root apt-get update -qq
 in_root apt-get install -y -qq --no-install-recommends libmpich12 >/dev/null
 run_ddp "Debian's MPICH (the same build)" "MPICH 4" PGS_MPI_LIBRARY=libmpich.so.12
 
-start=$(seconds)
-in_root bash -c 'cd /src/pgstrategy && scripts/build-wheel.sh python' >/dev/null
-echo "== scripts/build-wheel.sh: $(since "$start")" >&2
+timed "scripts/build-wheel.sh" bash -c 'cd /src/pgstrategy && scripts/build-wheel.sh python' >/dev/null
 in_root apt-get purge -y -qq --auto-remove build-essential gcc g++ cpp make python3-dev >/dev/null
-if in_root sh -c 'command -v cc || command -v gcc || command -v c++' >/dev/null 2>&1; then
-  echo "FAILED: a compiler is left in the root" >&2
-  exit 1
-fi
-start=$(seconds)
-in_root bash -c 'pip uninstall -q -y pgstrategy-torch && pip install -q /src/pgstrategy/dist/pgstrategy_torch-*.whl'
-echo "== the wheel installed without a compiler: $(since "$start")" >&2
+refuse_if "a compiler is left in the root" 'command -v cc || command -v gcc || command -v c++'
+timed "the wheel installed without a compiler" \
+  bash -c 'pip uninstall -q -y pgstrategy-torch && pip install -q /src/pgstrategy/dist/pgstrategy_torch-*.whl'
 run_ddp "the wheel, on the mpich wheel" "MPICH 5"
 echo "check-fresh-root: PASSED" >&2

@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import pgstrategy_torch
+from rank_check import identical_on_every_rank
 
 pgstrategy_torch.mpi_env()  # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the MPI job (if unset)
 dist.init_process_group("pgstrategy")
@@ -43,12 +44,8 @@ for step in range(20):
     if rank == 0 and step % 5 == 4:
         print(f"step {step + 1}: loss {loss.item():.4f}", flush=True)
 
-# Every rank holds the same parameters: check it with a MAX and a MIN allreduce.
-params = torch.cat([p.detach().flatten() for p in model.parameters()])
-high, low = params.clone(), params.clone()
-dist.all_reduce(high, op=dist.ReduceOp.MAX)
-dist.all_reduce(low, op=dist.ReduceOp.MIN)
-identical = torch.equal(high, low)
+# Every rank holds the same parameters.
+identical = identical_on_every_rank(torch.cat([p.detach().flatten() for p in model.parameters()]))
 if rank == 0:
     print(f"{size} ranks, parameters identical on every rank: {identical}")
     print(f"underneath: {pgstrategy_torch.describe(device=device.type)}")

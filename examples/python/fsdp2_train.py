@@ -20,6 +20,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
 import pgstrategy_torch
+from rank_check import identical_on_every_rank
 
 pgstrategy_torch.mpi_env()  # RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the MPI job (if unset)
 dist.init_process_group("pgstrategy")
@@ -48,10 +49,7 @@ for step in range(20):
 
 # The full parameters, gathered from the shards, are the same on every rank.
 params = torch.cat([p.full_tensor().detach().flatten() for p in model.parameters()])
-high, low = params.clone(), params.clone()
-dist.all_reduce(high, op=dist.ReduceOp.MAX)
-dist.all_reduce(low, op=dist.ReduceOp.MIN)
-identical = torch.equal(high, low)
+identical = identical_on_every_rank(params)
 if rank == 0:
     print(f"{size} ranks, each holding 1/{size} of {params.numel()} parameters; identical once gathered: {identical}")
     print(f"underneath: {pgstrategy_torch.describe(device=device.type)}")

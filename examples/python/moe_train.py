@@ -21,6 +21,7 @@ from torch import nn
 from torch.distributed._functional_collectives import all_to_all_single_autograd
 
 import pgstrategy_torch
+from rank_check import identical_on_every_rank
 
 DIM, PER_RANK, TOP = 64, 2, 2
 
@@ -82,11 +83,7 @@ for step in range(20):
         print(f"step {step + 1}: loss {loss.item():.4f}, rank 0 sent {layer.sent} rows to ranks 0..{size - 1}",
               flush=True)
 
-gate = layer.gate.weight.detach().flatten()
-high, low = gate.clone(), gate.clone()
-dist.all_reduce(high, op=dist.ReduceOp.MAX)
-dist.all_reduce(low, op=dist.ReduceOp.MIN)
-identical = torch.equal(high, low)
+identical = identical_on_every_rank(layer.gate.weight.detach().flatten())
 if rank == 0:
     print(f"{size} ranks, {size * PER_RANK} experts; the gate identical on every rank: {identical}")
     print(f"underneath: {pgstrategy_torch.describe()}")

@@ -10,6 +10,7 @@ module pgf_test
   implicit none
   private
   public :: test_start, test_step, check, expect, test_status, test_finish, world_rank, world_size
+  public :: test_start_strategy, test_finish_strategy
 
   integer, save :: failures = 0
   !> This rank and the job size in MPI_COMM_WORLD, set by test_start.
@@ -40,6 +41,28 @@ contains
     call MPI_Comm_size(MPI_COMM_WORLD, world_size, ierr)
     call c_watchdog(trim(name)//c_null_char)
   end subroutine test_start
+
+  !> test_start, then a "cpu" strategy in s; a failed creation ends the test.
+  subroutine test_start_strategy(name, s)
+    character(len=*), intent(in) :: name
+    type(pg_strategy), intent(out) :: s
+    integer :: ierr
+    call test_start(name)
+    call test_step("create")
+    call pg_strategy_create(s, "cpu", ierr=ierr)
+    call test_status(ierr, PG_OK, "pg_strategy_create")
+    if (ierr /= PG_OK) call test_finish(name)
+  end subroutine test_start_strategy
+
+  !> Destroys s, then test_finish.
+  subroutine test_finish_strategy(name, s)
+    character(len=*), intent(in) :: name
+    type(pg_strategy), intent(inout) :: s
+    integer :: ierr
+    call pg_strategy_destroy(s, ierr)
+    call test_status(ierr, PG_OK, "pg_strategy_destroy")
+    call test_finish(name)
+  end subroutine test_finish_strategy
 
   !> Names the current step, for failure messages and the watchdog.
   subroutine test_step(text)

@@ -12,11 +12,7 @@ program test_fortran_collectives
   type(pg_strategy) :: s
   integer :: ierr, r, p
 
-  call test_start("fortran_collectives")
-  call test_step("create")
-  call pg_strategy_create(s, "cpu", ierr=ierr)
-  call test_status(ierr, PG_OK, "pg_strategy_create")
-  if (ierr /= PG_OK) call test_finish("fortran_collectives")
+  call test_start_strategy("fortran_collectives", s)
   r = pg_strategy_rank(s)
   p = pg_strategy_size(s)
 

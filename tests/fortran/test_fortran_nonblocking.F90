@@ -13,11 +13,7 @@ program test_fortran_nonblocking
   type(pg_strategy) :: s
   integer :: ierr, r, p
 
-  call test_start("fortran_nonblocking")
-  call test_step("create")
-  call pg_strategy_create(s, "cpu", ierr=ierr)
-  call test_status(ierr, PG_OK, "pg_strategy_create")
-  if (ierr /= PG_OK) call test_finish("fortran_nonblocking")
+  call test_start_strategy("fortran_nonblocking", s)
   r = pg_strategy_rank(s)
   p = pg_strategy_size(s)
 
@@ -27,9 +23,7 @@ program test_fortran_nonblocking
   call point_to_point()
   call work_states()
 
-  call pg_strategy_destroy(s, ierr)
-  call test_status(ierr, PG_OK, "pg_strategy_destroy")
-  call test_finish("fortran_nonblocking")
+  call test_finish_strategy("fortran_nonblocking", s)
 
 contains
 

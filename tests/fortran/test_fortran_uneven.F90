@@ -14,10 +14,7 @@ program test_fortran_uneven
   type(pg_strategy) :: s
   integer :: ierr, r, p
 
-  call test_start("fortran_uneven")
-  call pg_strategy_create(s, "cpu", ierr=ierr)
-  call test_status(ierr, PG_OK, "pg_strategy_create")
-  if (ierr /= PG_OK) call test_finish("fortran_uneven")
+  call test_start_strategy("fortran_uneven", s)
   r = pg_strategy_rank(s)
   p = pg_strategy_size(s)
 
@@ -28,9 +25,7 @@ program test_fortran_uneven
   call nonblocking()
   call too_short()
 
-  call pg_strategy_destroy(s, ierr)
-  call test_status(ierr, PG_OK, "pg_strategy_destroy")
-  call test_finish("fortran_uneven")
+  call test_finish_strategy("fortran_uneven", s)
 
 contains
 
@@ -55,20 +50,33 @@ contains
     end do
   end subroutine reverse_displs
 
-  subroutine allgatherv()
-    integer(c_size_t) :: counts(p), displs(p), extent
-    real(real64), allocatable :: mine(:), gathered(:), want(:)
-    integer(int32), allocatable :: grid(:, :)
+  !> The blocks of a gather: block(q, skip0) elements from rank q, valued
+  !> 100*q + 1, 100*q + 2, ..., at reverse_displs. mine: this rank's block;
+  !> want: all the blocks in one array, -1 in the gaps.
+  subroutine gathered_blocks(skip0, counts, displs, mine, want)
+    logical, intent(in) :: skip0
+    integer(c_size_t), intent(out) :: counts(p), displs(p)
+    real(real64), allocatable, intent(out) :: mine(:), want(:)
+    integer(c_size_t) :: extent
     integer :: q, i
-    call test_step("allgatherv")
-    counts = [(int(block(q, .true.), c_size_t), q=0, p - 1)]
+    counts = [(int(block(q, skip0), c_size_t), q=0, p - 1)]
     call reverse_displs(counts, displs, extent)
-    allocate (mine(counts(r + 1)), gathered(extent), want(extent))
+    allocate (mine(counts(r + 1)), want(extent))
     mine = [(100.0_real64*r + i, i=1, int(counts(r + 1)))]
     want = -1
     do q = 0, p - 1
       want(displs(q + 1) + 1:displs(q + 1) + counts(q + 1)) = [(100.0_real64*q + i, i=1, int(counts(q + 1)))]
     end do
+  end subroutine gathered_blocks
+
+  subroutine allgatherv()
+    integer(c_size_t) :: counts(p), displs(p)
+    real(real64), allocatable :: mine(:), gathered(:), want(:)
+    integer(int32), allocatable :: grid(:, :)
+    integer :: q, i
+    call test_step("allgatherv")
+    call gathered_blocks(.true., counts, displs, mine, want)
+    allocate (gathered(size(want)))
     gathered = -1
     call pg_allgatherv(s, mine, size(mine), gathered, counts, displs, PG_FLOAT64, ierr)
     call test_status(ierr, PG_OK, "pg_allgatherv")
@@ -158,20 +166,14 @@ contains
   end subroutine alltoallv
 
   subroutine gatherv_scatterv()
-    integer(c_size_t) :: counts(p), displs(p), extent, none(0)
+    integer(c_size_t) :: counts(p), displs(p), none(0)
     real(real64), allocatable :: mine(:), gathered(:), want(:), back(:)
-    integer :: q, i, root
+    integer :: root
     root = p - 1
     call test_step("gatherv / scatterv")
-    counts = [(int(block(q, .false.), c_size_t), q=0, p - 1)]
-    call reverse_displs(counts, displs, extent)
-    allocate (mine(counts(r + 1)), gathered(extent), want(extent), back(counts(r + 1)))
-    mine = [(10.0_real64*r + i, i=1, int(counts(r + 1)))]
-    want = 0
-    do q = 0, p - 1
-      want(displs(q + 1) + 1:displs(q + 1) + counts(q + 1)) = [(10.0_real64*q + i, i=1, int(counts(q + 1)))]
-    end do
-    gathered = 0
+    call gathered_blocks(.false., counts, displs, mine, want)
+    allocate (gathered(size(want)), back(size(mine)))
+    gathered = -1
     if (r == root) then
       call pg_gatherv(s, mine, size(mine), gathered, counts, displs, PG_FLOAT64, root, ierr)
     else  ! the arrays and recvbuf are the root's only
@@ -192,21 +194,15 @@ contains
   end subroutine gatherv_scatterv
 
   subroutine nonblocking()
-    integer(c_size_t) :: counts(p), displs(p), extent, sc(p), sd(p), rc(p), rd(p), rx
+    integer(c_size_t) :: counts(p), displs(p), sc(p), sd(p), rc(p), rd(p), rx
     real(real64), allocatable, asynchronous :: mine(:), gathered(:)
     integer(int32), allocatable, asynchronous :: send(:), recv(:)
     real(real64), allocatable :: want(:)
     type(pg_work) :: w1, w2
     integer :: q, i
     call test_step("nonblocking")
-    counts = [(int(block(q, .false.), c_size_t), q=0, p - 1)]
-    call reverse_displs(counts, displs, extent)
-    allocate (mine(counts(r + 1)), gathered(extent), want(extent))
-    mine = [(100.0_real64*r + i, i=1, int(counts(r + 1)))]
-    want = -1
-    do q = 0, p - 1
-      want(displs(q + 1) + 1:displs(q + 1) + counts(q + 1)) = [(100.0_real64*q + i, i=1, int(counts(q + 1)))]
-    end do
+    call gathered_blocks(.false., counts, displs, mine, want)
+    allocate (gathered(size(want)))
     gathered = -1
     call pg_iallgatherv(s, mine, size(mine), gathered, counts, displs, PG_FLOAT64, w1, ierr)
     call test_status(ierr, PG_OK, "pg_iallgatherv")

@@ -171,25 +171,33 @@ void check_reduce(pg_strategy *s, std::size_t count, pg_dtype dtype, pg_op op) {
 // Rank r's block of a block layout: r*20 + i%10 (fits int8 up to 6 ranks).
 double block_value(int r, std::size_t i) { return r * 20 + static_cast<double>(i % 10); }
 
-void check_allgather(pg_strategy *s, std::size_t count, pg_dtype dtype, bool in_place) {
-  pg_test_step("allgather %s count %zu%s", pg_dtype_name(dtype), count, in_place ? " in place" : "");
-  const std::size_t total = count * size_;
-  Device send(count, dtype), recv(total, dtype);
+// Uploads this rank's block where a gather sends it from: to `send`, or in
+// place to this rank's block of `recv`. Returns the send buffer.
+const char *upload_block(Device &send, Device &recv, std::size_t count, pg_dtype dtype, bool in_place) {
   std::vector<char> mine = host(count, dtype);
   for (std::size_t i = 0; i < count; ++i) put(mine, dtype, i, block_value(rank_, i));
-  const char *from = send.get();
-  if (in_place) {
-    std::vector<char> all = host(total, dtype);
-    std::memcpy(all.data() + rank_ * mine.size(), mine.data(), mine.size());
-    recv.upload(all);
-    from = recv.at(rank_ * count);
-  } else {
+  if (!in_place) {
     send.upload(mine);
+    return send.get();
   }
+  std::vector<char> all = host(count * size_, dtype);
+  std::memcpy(all.data() + rank_ * mine.size(), mine.data(), mine.size());
+  recv.upload(all);
+  return recv.at(rank_ * count);
+}
+
+// `recv` holds every rank's block, in rank order.
+void expect_blocks(const Device &recv, std::size_t count, pg_dtype dtype, const char *what) {
+  expect(recv.download(), dtype, count * size_,
+         [count](std::size_t i) { return block_value(static_cast<int>(i / count), i % count); }, what);
+}
+
+void check_allgather(pg_strategy *s, std::size_t count, pg_dtype dtype, bool in_place) {
+  pg_test_step("allgather %s count %zu%s", pg_dtype_name(dtype), count, in_place ? " in place" : "");
+  Device send(count, dtype), recv(count * size_, dtype);
+  const char *from = upload_block(send, recv, count, dtype, in_place);
   PG_TEST_STATUS(pg_allgather(s, from, recv.get(), count, dtype), PG_OK);
-  expect(recv.download(), dtype, total,
-         [count](std::size_t i) { return block_value(static_cast<int>(i / count), i % count); },
-         in_place ? "allgather in place" : "allgather");
+  expect_blocks(recv, count, dtype, in_place ? "allgather in place" : "allgather");
 }
 
 void check_reduce_scatter(pg_strategy *s, std::size_t count, pg_dtype dtype, pg_op op, bool in_place) {
@@ -239,22 +247,9 @@ void check_gather_scatter(pg_strategy *s, std::size_t count) {
     pg_test_step("gather count %zu root %d", count, root);
     {
       Device send(count, dtype), recv(total, dtype);
-      std::vector<char> mine = host(count, dtype);
-      for (std::size_t i = 0; i < count; ++i) put(mine, dtype, i, block_value(rank_, i));
-      const char *from = send.get();
-      if (in_place) {
-        std::vector<char> all = host(total, dtype);
-        std::memcpy(all.data() + root * mine.size(), mine.data(), mine.size());
-        recv.upload(all);
-        from = recv.at(root * count);
-      } else {
-        send.upload(mine);
-      }
+      const char *from = upload_block(send, recv, count, dtype, in_place);  // in place only at the root
       PG_TEST_STATUS(pg_gather(s, from, recv.get(), count, dtype, root), PG_OK);
-      if (rank_ == root)
-        expect(recv.download(), dtype, total,
-               [count](std::size_t i) { return block_value(static_cast<int>(i / count), i % count); },
-               "gather");
+      if (rank_ == root) expect_blocks(recv, count, dtype, "gather");
     }
     pg_test_step("scatter count %zu root %d", count, root);
     {

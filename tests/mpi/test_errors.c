@@ -15,6 +15,21 @@ static void expect_message(const char *needle) {
                pg_last_error(), needle);
 }
 
+/* Sets `variable` to `value` (and leaves it set): creating a strategy on the CPU
+ * with `backend` fails with PG_ERR_INVALID_ARGUMENT and a message that mentions
+ * `needle` and, unless NULL, `other_needle`. */
+static void expect_bad_setting(const char *backend, const char *variable, const char *value, const char *needle,
+                               const char *other_needle) {
+  pg_strategy *s = NULL;
+  setenv(variable, value, 1);
+  pg_status got = pg_strategy_create("cpu", backend, &s);
+  PG_TEST_TRUE(got == PG_ERR_INVALID_ARGUMENT,
+               "%s='%s': pg_strategy_create returned %s, expected PG_ERR_INVALID_ARGUMENT", variable, value,
+               pg_status_name(got));
+  expect_message(needle);
+  if (other_needle) expect_message(other_needle);
+}
+
 int main(void) {
   pg_test_watchdog("test_errors");
   pg_strategy *s = NULL, *bad = (pg_strategy *)0x1;
@@ -71,10 +86,7 @@ int main(void) {
   PG_TEST_STATUS(pg_dtype_to_double(PG_FLOAT32, NULL, NULL, 0), PG_OK);
 
   /* Malformed environment values name the variable and the value. */
-  setenv("PGS_BACKEND", "cpu:mpi,gpu:nccl", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
-  expect_message("PGS_BACKEND");
-  expect_message("gpu:nccl");
+  expect_bad_setting(NULL, "PGS_BACKEND", "cpu:mpi,gpu:nccl", "PGS_BACKEND", "gpu:nccl");
   setenv("PGS_BACKEND", "cpu:mpi,cuda:nccl", 1);
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
   PG_TEST_TRUE(s && strcmp(pg_strategy_backend(s), "mpi") == 0, "map selects mpi");
@@ -83,33 +95,20 @@ int main(void) {
   PG_TEST_TRUE(strstr(text, "PGS_BACKEND") != NULL, "describe names the rule: %s", text);
   pg_strategy_destroy(s);
   unsetenv("PGS_BACKEND");
-  setenv("PGS_TIMEOUT", "-3", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
-  expect_message("PGS_TIMEOUT");
+  expect_bad_setting(NULL, "PGS_TIMEOUT", "-3", "PGS_TIMEOUT", NULL);
   unsetenv("PGS_TIMEOUT");
 
   /* The flight recorder's folder must be one this process can write in. */
-  setenv("PGS_TRACE", "/no/such/folder", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
-  expect_message("PGS_TRACE='/no/such/folder'");
-  expect_message("an existing folder");
-  setenv("PGS_TRACE", "/proc/self/status", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
-  expect_message("not a folder");
+  expect_bad_setting(NULL, "PGS_TRACE", "/no/such/folder", "PGS_TRACE='/no/such/folder'", "an existing folder");
+  expect_bad_setting(NULL, "PGS_TRACE", "/proc/self/status", "not a folder", NULL);
   unsetenv("PGS_TRACE");
-  setenv("PGS_TRACE_ENTRIES", "lots", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
-  expect_message("PGS_TRACE_ENTRIES='lots'");
-  expect_message("16 to 1048576");
+  expect_bad_setting(NULL, "PGS_TRACE_ENTRIES", "lots", "PGS_TRACE_ENTRIES='lots'", "16 to 1048576");
   unsetenv("PGS_TRACE_ENTRIES");
   PG_TEST_STATUS(pg_trace_dump(), PG_ERR_STATE);
 
   /* The wait rule: named in describe, by PGS_WAIT or by the ranks and CPUs
    * of this host (every rank of this test shares one host). */
-  setenv("PGS_WAIT", "sleep", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_ERR_INVALID_ARGUMENT);
-  expect_message("PGS_WAIT='sleep'");
-  expect_message("auto, spin, yield");
+  expect_bad_setting(NULL, "PGS_WAIT", "sleep", "PGS_WAIT='sleep'", "auto, spin, yield");
   setenv("PGS_WAIT", "yield", 1);
   setenv("PGS_WAIT_BUDGET", "250", 1);
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
@@ -152,15 +151,11 @@ int main(void) {
 
   /* fairring's algorithm forced by name: an unknown name, and one this layout
    * cannot run (one rank per node leaves nothing to reduce in shared memory). */
-  setenv("PGS_FAIRRING_ALGO", "fastest", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_ERR_INVALID_ARGUMENT);
-  expect_message("PGS_FAIRRING_ALGO='fastest'");
-  expect_message("auto, fast, flat, hierarchical, leaders");
-  setenv("PGS_FAIRRING_ALGO", "hierarchical", 1);
+  expect_bad_setting("fairring", "PGS_FAIRRING_ALGO", "fastest", "PGS_FAIRRING_ALGO='fastest'",
+                     "auto, fast, flat, hierarchical, leaders");
   setenv("PGS_RANKS_PER_NODE", "1", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_ERR_INVALID_ARGUMENT);
-  expect_message("PGS_FAIRRING_ALGO='hierarchical' cannot run here");
-  expect_message("can use: auto, flat, leaders");
+  expect_bad_setting("fairring", "PGS_FAIRRING_ALGO", "hierarchical",
+                     "PGS_FAIRRING_ALGO='hierarchical' cannot run here", "can use: auto, flat, leaders");
   setenv("PGS_FAIRRING_ALGO", "leaders", 1);
   PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
   PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);

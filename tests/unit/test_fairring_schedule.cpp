@@ -130,58 +130,60 @@ Shape two_by_two() {
   return s;
 }
 
+// The real schedule over a fake node and a fake rail, on the 2 x 2 layout.
+struct FakeRun {
+  FakeRun(int lag, int polls, int fail_at, int inflight)
+      : node(lag), rail(polls, fail_at), schedule(node, rail, inflight) {}
+  // Starts an allreduce of `count` float32 (see plan_of).
+  std::unique_ptr<pg::Request> start(std::size_t count) { return schedule.start(plan_of(count, shape)); }
+
+  const Shape shape = two_by_two();  // the plans refer to it
+  FakeNode node;
+  FakeRail rail;
+  Schedule schedule;
+};
+
 TEST(FairringSchedule, SlicesPassEveryStepInOrderWithinTheRailWindow) {
-  const Shape shape = two_by_two();
-  FakeNode node(/*lag=*/3);
-  FakeRail rail(/*polls=*/5, /*fail_at=*/0);
-  Schedule schedule(node, rail, /*inflight=*/2);
-  auto first = schedule.start(plan_of(100, shape));   // 7 slices: the node's 0..6
-  auto second = schedule.start(plan_of(40, shape));   // 3 slices: 7..9
+  FakeRun run(/*lag=*/3, /*polls=*/5, /*fail_at=*/0, /*inflight=*/2);
+  auto first = run.start(100);   // 7 slices: the node's 0..6
+  auto second = run.start(40);   // 3 slices: 7..9
   EXPECT_EQ(second->wait(), PG_OK);  // waiting for the later one moves the earlier one too
   bool done = false;
   EXPECT_EQ(first->test(&done), PG_OK);
   EXPECT_TRUE(done);
 
   const std::vector<std::uint64_t> all = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-  for (int s = 0; s < kSteps; ++s) EXPECT_EQ(node.ran(Step(s)), all) << "step " << s;
-  EXPECT_EQ(rail.most_on_rail, 2) << "PGS_FAIRRING_INFLIGHT slices on the rails at once";
+  for (int s = 0; s < kSteps; ++s) EXPECT_EQ(run.node.ran(Step(s)), all) << "step " << s;
+  EXPECT_EQ(run.rail.most_on_rail, 2) << "PGS_FAIRRING_INFLIGHT slices on the rails at once";
 }
 
 TEST(FairringSchedule, ARailFailureFailsThisAndEveryLaterOperationAndTellsTheNode) {
-  const Shape shape = two_by_two();
-  FakeNode node(/*lag=*/1);
-  FakeRail rail(/*polls=*/2, /*fail_at=*/3);
-  Schedule schedule(node, rail, /*inflight=*/2);
-  auto op = schedule.start(plan_of(100, shape));
+  FakeRun run(/*lag=*/1, /*polls=*/2, /*fail_at=*/3, /*inflight=*/2);
+  auto op = run.start(100);
   EXPECT_EQ(op->wait(), PG_ERR_BACKEND);
   EXPECT_NE(pg::last_error().find("the rail broke"), std::string::npos) << pg::last_error();
-  EXPECT_TRUE(node.told_failed);
-  auto later = schedule.start(plan_of(16, shape));
+  EXPECT_TRUE(run.node.told_failed);
+  auto later = run.start(16);
   bool done = false;
   EXPECT_EQ(later->test(&done), PG_ERR_BACKEND);
   EXPECT_TRUE(done);
 }
 
 TEST(FairringSchedule, APeerFailureFailsTheOperationsOnThisRank) {
-  const Shape shape = two_by_two();
-  FakeNode node(/*lag=*/1);
-  FakeRail rail(/*polls=*/1, /*fail_at=*/0);
-  Schedule schedule(node, rail, /*inflight=*/4);
-  auto op = schedule.start(plan_of(100, shape));
-  node.peer_failed = true;
+  FakeRun run(/*lag=*/1, /*polls=*/1, /*fail_at=*/0, /*inflight=*/4);
+  auto op = run.start(100);
+  run.node.peer_failed = true;
   EXPECT_EQ(op->wait(), PG_ERR_BACKEND);
   EXPECT_NE(pg::last_error().find("another rank of this node failed"), std::string::npos) << pg::last_error();
 }
 
 TEST(FairringSchedule, AnEmptyOperationIsDoneAtOnce) {
-  FakeNode node(/*lag=*/0);
-  FakeRail rail(/*polls=*/1, /*fail_at=*/0);
-  Schedule schedule(node, rail, /*inflight=*/1);
-  auto op = schedule.start(plan_of(0, two_by_two()));
+  FakeRun run(/*lag=*/0, /*polls=*/1, /*fail_at=*/0, /*inflight=*/1);
+  auto op = run.start(0);
   bool done = false;
   EXPECT_EQ(op->test(&done), PG_OK);
   EXPECT_TRUE(done);
-  EXPECT_TRUE(node.ran(kPublish).empty());
+  EXPECT_TRUE(run.node.ran(kPublish).empty());
 }
 
 }  // namespace

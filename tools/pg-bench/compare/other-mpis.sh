@@ -19,15 +19,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../../.."
-build=$(realpath "${1:-build}")
-ranks=${2:-2}
-work=$here/.mpis
+source "$here/mpis.sh" "${1:-build}" "${2:-2}"
 out=$work/results
-pgbench=$build/tools/pg-bench/pg-bench
-[ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
-mkdir -p "$work" "$out"
-
-source "$here/mpis.sh"
+mkdir -p "$out"
 
 sweep=(-b 1M -e 256M -f 4 -n 10 -w 2 -r 5 -c 0 -B fairring,mpi-raw)
 echo "== pg-bench on Debian's MPICH"

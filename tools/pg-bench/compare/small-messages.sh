@@ -19,16 +19,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../../.."
-build=$(realpath "${1:-build}")
-ranks=${2:-2}
+source "$here/mpis.sh" "${1:-build}" "${2:-2}"
 reps=${3:-5}
-work=$here/.mpis
 out=$work/small
-pgbench=$build/tools/pg-bench/pg-bench
-[ -x "$pgbench" ] || { echo "no $pgbench: build first (scripts/setup.sh)" >&2; exit 1; }
-mkdir -p "$work" "$out"
-
-source "$here/mpis.sh"
+mkdir -p "$out"
 
 sweep=(-b 8 -e 4M -f 2 -n 200 -w 20 -r "$reps" -c 0 -B fairring,mpi,mpi-raw)
 echo "== pg-bench on Debian's MPICH 4.0.2, $ranks ranks"

@@ -220,18 +220,19 @@ def main():
     lat = sub.add_parser("latency")
     lat.add_argument("--calls", type=int, default=2000)
     lat.add_argument("--reps", type=int, default=9)
-    lat.add_argument("--python-backend", action="store_true",
-                     help="also the library as a backend written in Python (torch_python_backend.py)")
-    d = sub.add_parser("ddp")
-    d.add_argument("--steps", type=int, default=5)
-    d.add_argument("--reps", type=int, default=3)
-    d.add_argument("--batch", type=int, default=32)
-    d.add_argument("--python-backend", action="store_true",
-                   help="also the library as a backend written in Python (torch_python_backend.py)")
-    f = sub.add_parser("fsdp")
-    f.add_argument("--steps", type=int, default=5)
-    f.add_argument("--reps", type=int, default=3)
-    f.add_argument("--batch", type=int, default=8)
+
+    def training_parser(name, batch):
+        t = sub.add_parser(name)
+        t.add_argument("--steps", type=int, default=5)
+        t.add_argument("--reps", type=int, default=3)
+        t.add_argument("--batch", type=int, default=batch)
+        return t
+
+    d = training_parser("ddp", batch=32)
+    for sub_parser in (lat, d):
+        sub_parser.add_argument("--python-backend", action="store_true",
+                                help="also the library as a backend written in Python (torch_python_backend.py)")
+    f = training_parser("fsdp", batch=8)
     f.add_argument("--group-memory", action="store_true",
                    help="also fairring with FSDP2's staging buffers from the group (allocateTensor)")
     args = parser.parse_args()
