@@ -1,4 +1,5 @@
-// Running an operation, in three steps, each in its own file:
+// Running an operation: check it, route it, start it, complete its work;
+// each in its own file:
 //
 //   check.cpp     check_call: PGS_DEBUG=detail's cross-rank comparison of
 //                 what every rank was asked to run (and the uneven counts).
@@ -15,6 +16,7 @@
 // its waiters woken).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
