@@ -100,7 +100,7 @@ bool wait_in_order(pg_work *w, double timeout_s) {
 
 }  // namespace
 
-bool moved_by_starter(const pg_work *w) { return w->native && !w->adopted && !w->finished; }
+bool moved_by_starter(const pg_work *w) { return moved_here_locked(w) && !w->finished; }
 
 // advance_held, once no other thread polls the work (another thread's wait may
 // be making one round on it).
