@@ -60,17 +60,17 @@ typedef struct pg_backend_context {
  * returned before communicating, sends that one call to the device default; the
  * decision must be the same on every rank, and send/recv never decline (their
  * peer would wait on another communicator).
- * Operations on one instance are called by one thread at a time, with two
- * exceptions at MPI_THREAD_MULTIPLE (below it, everything runs in the caller):
- * - pg_sendrecv on a backend that has send and recv (the table has no
- *   sendrecv) runs send on the library's progress thread while recv runs in
- *   the caller (below MPI_THREAD_MULTIPLE send completes before recv starts);
- * - `test` of a started iallreduce may be called by the user's thread while
- *   another operation runs on the progress thread (a nonblocking call the
- *   backend has no nonblocking entry for, or a blocking collective, which runs
- *   there while the calling thread has started works to move).
- * A backend with iallreduce must allow those two at once. Any operation may
- * be called on the progress thread. */
+ * The library calls an instance from three lanes, one for collectives, one
+ * for sends and one for receives, which never wait for each other (a receive
+ * must not wait behind a collective that its peer joins later): within a lane,
+ * one call at a time, and a blocking entry only once every call before it in
+ * the lane has returned or finished. At MPI_THREAD_MULTIPLE the lanes may call
+ * at once from different threads: a collective entry (or `test` of a started
+ * iallreduce), `send` and `recv` may run concurrently, each on its own thread;
+ * a backend with send and recv must allow that. Blocking entries run on the
+ * lane's own thread or the caller's; `test` on any thread that moves the lane.
+ * Below MPI_THREAD_MULTIPLE everything runs in the caller, one call at a time
+ * (a pg_sendrecv's send completes before its recv starts). */
 typedef struct pg_backend_ops {
   uint32_t abi_version;   /* PG_BACKEND_ABI_VERSION */
   size_t struct_size;     /* sizeof(pg_backend_ops) the backend was built with */

@@ -202,6 +202,12 @@ PG_API pg_status pg_strategy_destroy(pg_strategy *s);
  * rank within a fraction of a second; a peer on another node does once a
  * notice has reached it over MPI (sent at once at MPI_THREAD_MULTIPLE, else
  * by this rank's pg_strategy_destroy). docs/errors.md says where and when.
+ * An abort racing pg_strategy_destroy (from another thread): while destroy
+ * still waits for the strategy's works or its peers, the abort ends those
+ * waits and destroy goes on alone, as after an abort; once destroy has begun
+ * to free what it shares with its peers (every rank has arrived), the abort
+ * does nothing. Calling it after destroy has returned is undefined, as for
+ * any freed handle.
  * Local; a second call does nothing. PG_ERR_INVALID_ARGUMENT for NULL. */
 PG_API pg_status pg_strategy_abort(pg_strategy *s);
 /** @} */
@@ -493,17 +499,21 @@ PG_API pg_status pg_sendrecv(pg_strategy *s, const void *sendbuf, size_t sendcou
 /** @defgroup nonblocking Nonblocking twins
  * Same arguments as the blocking call plus a trailing `pg_work **work`. Buffers
  * must stay valid and untouched until the work completes (the count and
- * displacement arrays of the v-collectives are copied: they need not). Collective works on
- * one strategy complete in the order they were started (waiting for one first
- * finishes those started before it), and blocking collectives on the strategy
- * (pg_mem_alloc, pg_mem_free and pg_strategy_split included) run after the
- * collective works started before them. Point-to-point works are not ordered
- * with collectives; a blocking point-to-point call waits for the
- * point-to-point works started before it to be posted, not to finish (where
- * the backend has native nonblocking point-to-point entries: mpi's and those
- * that fall back to them). Backends without native nonblocking
- * entries run on a per-strategy progress thread when MPI's thread level is
- * MPI_THREAD_MULTIPLE; below it the call completes before returning.
+ * displacement arrays of the v-collectives are copied: they need not).
+ * Collectives on one strategy, blocking and nonblocking, start in the order
+ * they are called and complete in that order (a collective work is finished
+ * only once those started before it are), the same on every rank; blocking
+ * collectives the library runs itself (pg_mem_alloc, pg_mem_free,
+ * pg_strategy_split) come after the collective works started before them.
+ * Point-to-point calls are not ordered with collectives, as in MPI: a send or
+ * receive never waits for a collective, so a rank may receive before it joins
+ * a collective that its peer started before sending. Sends are posted in the
+ * order they are called, and so are receives (MPI's non-overtaking rule).
+ * Calls for which the backend has no nonblocking entry run its blocking one on
+ * a thread of the strategy (one for collectives, one for sends, one for
+ * receives) when MPI's thread level is MPI_THREAD_MULTIPLE; below it such a
+ * call completes before returning. docs/architecture.md ("Running an
+ * operation") says which thread moves a work, and when.
  * A nonblocking call does not match its blocking twin (as in MPI): every rank
  * must make the same call. With PGS_DEBUG=detail a rank that makes the other
  * one fails every rank with PG_ERR_MISMATCH instead of deadlocking.

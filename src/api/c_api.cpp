@@ -78,7 +78,7 @@ pg_status conversion(const char *fn, pg_dtype dtype, const void *in, const void 
 pg_status allocate(pg_strategy *s, size_t bytes, void **ptr) {
   pg::CancelScope abortable(&s->aborted, s->alarm.get());
   PG_CHECK(pg::check_peers(s));
-  pg::wait_started(s);  // collective: after the nonblocking collectives started before it
+  PG_CHECK(s->engine.wait_collectives());  // collective: after the collective works started before it
   PG_CHECK(pg::check_peers(s));
   void *p = nullptr;
   pg_status local = s->device.cuda ? s->memory.allocate_device(s->device.index, bytes, &p)
@@ -220,7 +220,7 @@ pg_status pg_strategy_split(pg_strategy *s, int color, int key, pg_strategy **ou
     {
       pg::CancelScope abortable(&s->aborted, s->alarm.get());
       PG_CHECK(pg::check_peers(s));
-      pg::wait_started(s);
+      PG_CHECK(s->engine.wait_collectives());
       // Every rank here before MPI_Comm_split, which cannot be interrupted: a
       // polled agreement, which a failed or aborted peer's alarm ends.
       PG_CHECK(pg::poison_on_failure(s, pg::agree(s->comm, PG_OK, std::string())));
@@ -276,8 +276,8 @@ pg_status pg_strategy_set_stream(pg_strategy *s, void *cuda_stream) {
     if (!s->device.cuda)
       return pg::fail(PG_ERR_UNSUPPORTED, "pg_strategy_set_stream: device '%s' has no streams",
                       s->device_name.c_str());
-    PG_CHECK(s->primary->backend->set_stream(cuda_stream));
-    if (s->fallback) PG_CHECK(s->fallback->backend->set_stream(cuda_stream));
+    PG_CHECK(s->routes.selected->backend->set_stream(cuda_stream));
+    if (s->routes.device_default) PG_CHECK(s->routes.device_default->backend->set_stream(cuda_stream));
     s->stream = cuda_stream;
     return PG_OK;
   });
@@ -305,7 +305,7 @@ pg_status pg_mem_free(pg_strategy *s, void *ptr) {
     pg::trace::Op op(s, static_cast<std::uint8_t>(pg::trace::Event::mem_free), nullptr, 0);
     pg::CancelScope abortable(&s->aborted, s->alarm.get());
     PG_CHECK(op.end(pg::check_peers(s)));
-    pg::wait_started(s);
+    PG_CHECK(op.end(s->engine.wait_collectives()));
     return op.end(s->memory.release(ptr));
   });
 }

@@ -30,14 +30,21 @@ pg_in_place in_place_layout(const CollArgs &a, int rank) {
       return pg_in_place_gatherv(rank, a.root, a.v && !a.v->recv_displs.empty() ? a.v->recv_displs.data() : nullptr);
     case Coll::scatterv:
       return pg_in_place_scatterv(rank, a.root, a.v && !a.v->send_displs.empty() ? a.v->send_displs.data() : nullptr);
-    default: return pg_in_place_make(PG_IN_PLACE_NONE, 0, "nothing: it has no in-place form");
+    case Coll::broadcast: case Coll::barrier: case Coll::send: case Coll::recv: case Coll::sendrecv:
+      return pg_in_place_make(PG_IN_PLACE_NONE, 0, "nothing: it has no in-place form");
   }
+  return pg_in_place_make(PG_IN_PLACE_NONE, 0, "nothing: it has no in-place form");
 }
 
 std::uint64_t buffer_bytes(const CollArgs &a, int size) {
   const std::uint64_t one = a.count * dtype_size(a.dtype);
   if (has_blocks(a.coll)) return one * static_cast<std::uint64_t>(size);
   switch (a.coll) {
+    case Coll::allgather: case Coll::reduce_scatter: case Coll::alltoall: case Coll::gather: case Coll::scatter:
+      break;  // has_blocks, above
+    case Coll::allreduce: case Coll::broadcast: case Coll::reduce: case Coll::send: case Coll::recv:
+    case Coll::sendrecv:
+      return one;
     case Coll::barrier: return 0;
     // The uneven collectives: what this rank's buffers hold (the whole
     // receive buffer of allgatherv, the root's of gatherv and scatterv,
@@ -47,8 +54,8 @@ std::uint64_t buffer_bytes(const CollArgs &a, int size) {
     case Coll::alltoallv: return a.v ? a.v->send_total * dtype_size(a.dtype) : 0;
     case Coll::gatherv: return a.v && !a.v->recv_counts.empty() ? a.v->recv_total * dtype_size(a.dtype) : one;
     case Coll::scatterv: return a.v && !a.v->send_counts.empty() ? a.v->send_total * dtype_size(a.dtype) : one;
-    default: return one;
   }
+  return one;
 }
 
 CollArgs CollArgs::placed(int rank) const {

@@ -125,8 +125,10 @@ class Backend {
   virtual pg_status set_stream(void *stream);
   // What pg_strategy_describe adds for this backend (a hierarchical plan); "" for nothing.
   virtual std::string describe() const { return {}; }
-  // The watchdog is about to end the job: stop in-flight device work (NCCL's
-  // ncclCommAbort). Called from the watchdog's thread; nothing runs afterwards.
+  // Stop in-flight device work (NCCL's ncclCommAbort): pg_strategy_abort
+  // (from any thread, while the instance's calls may be in flight), or the
+  // watchdog about to end the job. Its waits end at their next poll; later
+  // calls are refused by the strategy (poisoned) and destroy runs alone.
   virtual void abort() {}
   // This rank made the instance but another rank's create failed: the
   // destructor that follows must make no collective call (what it would free

@@ -82,7 +82,7 @@ pg_status post_and_wait(pg_strategy *s, const std::string &mine, FingerprintExch
         int sent = 0;
         PG_MPI_CHECK(MPI_Testall(s->size, x.sends.data(), &sent, MPI_STATUSES_IGNORE));
         *done = missing.empty() && sent;
-        if (!*done) advance_started(s);
+        if (!*done) s->engine.pass(false);
         return PG_OK;
       },
       polled_by_caller(s), &arrived));
@@ -136,8 +136,10 @@ pg_status check_counts(pg_strategy *s, const CollArgs &a) {
       if (me == root) std::copy(v.send_counts.begin(), v.send_counts.end(), sends.begin());
       expects[root] = a.count;
       break;
-    default:
-      return PG_OK;
+    case Coll::allreduce: case Coll::broadcast: case Coll::reduce: case Coll::allgather: case Coll::reduce_scatter:
+    case Coll::alltoall: case Coll::gather: case Coll::scatter: case Coll::barrier: case Coll::send: case Coll::recv:
+    case Coll::sendrecv:
+      return fail(PG_ERR_INTERNAL, "pg_%s has no counts to check", coll_name(a.coll));
   }
   MPI_Request request = MPI_REQUEST_NULL;
   PG_MPI_CHECK(MPI_Ialltoall(sends.data(), 1, MPI_UINT64_T, arriving.data(), 1, MPI_UINT64_T, s->comm, &request));
@@ -156,8 +158,7 @@ pg_status check_counts(pg_strategy *s, const CollArgs &a) {
 // call enters, before it is queued or issued, so that the caller learns at once).
 pg_status check_source(pg_strategy *s, const CollArgs &a) {
   if (a.coll != Coll::recv || a.peer != PG_ANY_SOURCE) return PG_OK;
-  Instance *inst = nullptr;
-  PG_CHECK(instance_for(s, a.coll, &inst));
+  const Instance *inst = instance_for(s, a.coll);
   if (inst->backend->receives_from_any()) return PG_OK;
   return fail(PG_ERR_UNSUPPORTED, "pg_recv: backend '%s' cannot receive from any source (PG_ANY_SOURCE); give the "
               "sender's rank, or use the mpi or fairring backend", inst->name.c_str());

@@ -1,10 +1,8 @@
-// Routing an operation: which instance serves it (the backend, or the device
-// default for what the backend lacks or declines), in what order with the
-// nonblocking work started before it, and on which thread.
+// Routing a call: which instance runs it (the selected backend, or the device
+// default for the operations delegated to it and the calls the backend
+// declines), its blocking body, and what a failure does to the strategy.
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <string>
 #include <vector>
 
@@ -13,23 +11,11 @@
 #include "core/trace.h"
 #include "core/watchdog.h"
 #include "util/dtype.h"
+#include "util/keep_alive.h"
 #include "util/status.h"
 
 namespace pg {
 namespace {
-
-// The backend declined this call (PG_ERR_UNSUPPORTED before it communicated):
-// the device default runs it, that call alone; pg_strategy_describe names the
-// collective as declined.
-pg_status reroute(pg_strategy *s, Coll coll, Instance **out) {
-  PG_CHECK(ensure_fallback(s));
-  s->delegated.set(static_cast<int>(coll));
-  *out = s->fallback.get();
-  trace::annotate_fallback();
-  return PG_OK;
-}
-
-pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a);
 
 // Runs on `inst`. Below MPI_THREAD_MULTIPLE with PGS_TIMEOUT the watchdog polls
 // in this thread, so the operation is started and tested rather than blocked on;
@@ -47,81 +33,32 @@ pg_status run_on(pg_strategy *s, Instance *inst, const CollArgs &a) {
     if (st != PG_ERR_UNSUPPORTED) return st;
     unpolled.emplace(s);
   }
-  if (a.coll == Coll::sendrecv && !inst->backend->implements(Coll::sendrecv)) return compose_sendrecv(s, a);
   return inst->backend->run(a);
+}
+
+// The backend declined this collective (PG_ERR_UNSUPPORTED before it
+// communicated): that call runs on the device default, made on first need
+// (collectively: every rank declines alike); pg_strategy_describe says so.
+pg_status run_declined(pg_strategy *s, const CollArgs &a) {
+  PG_CHECK(make_device_default(s));
+  s->routes.declined.set(static_cast<int>(a.coll));
+  trace::annotate_device_default();
+  return run_on(s, s->routes.device_default.get(), a);
 }
 
 // Runs on the routed instance; a collective the backend declines runs on the
 // device default. Point-to-point is never rerouted call by call: the peer
 // would wait on the other communicator.
 pg_status run_routed(pg_strategy *s, const CollArgs &a) {
-  Instance *inst = nullptr;
-  PG_CHECK(route(s, a.coll, &inst));
+  Instance *inst = route(s, a.coll);
   pg_status st = run_on(s, inst, a);
-  if (st == PG_ERR_UNSUPPORTED && inst == s->primary.get() && !is_point_to_point(a.coll) &&
-      s->selection.backend != default_backend(s->device)) {
-    PG_CHECK(reroute(s, a.coll, &inst));
-    st = run_on(s, inst, a);
-  }
+  if (st == PG_ERR_UNSUPPORTED && inst == s->routes.selected.get() && !is_point_to_point(a.coll) &&
+      s->selection.backend != default_backend(s->device))
+    st = run_declined(s, a);
   if (st == PG_ERR_UNSUPPORTED)
     return fail(st, "backend '%s' does not run %s on %s (op %s) and no other backend can",
                 inst->name.c_str(), coll_name(a.coll), dtype_name(a.dtype), op_name(a.op));
   return st;
-}
-
-// A backend with send and recv but no sendrecv: the send goes asynchronously
-// (progress thread at MPI_THREAD_MULTIPLE, else before the receive).
-pg_status compose_sendrecv(pg_strategy *s, const CollArgs &a) {
-  CollArgs send = a, recv = a;
-  send.coll = Coll::send;
-  recv.coll = Coll::recv;
-  recv.count = a.recv_count;
-  recv.peer = a.source;
-  pg_work *w = nullptr;
-  PG_CHECK(start(s, send, PG_OK, &w));
-  pg_status st = run_blocking(s, recv, s->sequence);
-  pg_status sent = work_wait(w, -1);
-  work_free(w);
-  return st != PG_OK ? st : sent;
-}
-
-// Whether this thread has started works that have not finished, on any strategy.
-bool thread_has_started_works() {
-  bool any = false;
-  const std::thread::id me = std::this_thread::get_id();
-  runtime::for_each_live([&](pg_strategy *s) {
-    if (any || s->driver.load(std::memory_order_relaxed) != me) return;
-    std::lock_guard<std::mutex> lock(s->works_mutex);
-    any = std::any_of(s->works.begin(), s->works.end(),
-                      [](const auto &entry) { return moved_by_starter(entry.second); });
-  });
-  return any;
-}
-
-// A blocking call into a backend that does not poll (a table's) would leave
-// the works this thread started unmoved while it runs, and a peer may wait for
-// one of them before it comes to this call (a rendezvous send needs its
-// sender to call MPI; a point-to-point work is not finished before a
-// collective). At MPI_THREAD_MULTIPLE such a collective runs on the progress
-// thread while this thread waits for it, advancing them. (Not point-to-point:
-// a composed sendrecv queues its send on that thread.)
-bool needs_beside(pg_strategy *s, const CollArgs &a) {
-  // What the device default serves polls; routing to it could make it (collectively).
-  if (s->primary_polls || is_point_to_point(a.coll) || delegates(s, a.coll)) return false;
-  return runtime::thread_level() == MPI_THREAD_MULTIPLE && thread_has_started_works();
-}
-
-pg_status run_beside(pg_strategy *s, const CollArgs &a, std::uint64_t trace_seq) {
-  pg_work w;  // the call's own, in no strategy's list
-  const std::uint64_t sequence = s->sequence;
-  s->progress.submit([s, &w, a, sequence, trace_seq] {
-    CancelScope abortable(&s->aborted, s->alarm.get());
-    trace::Current current(s->trace.get(), trace_seq);
-    end_work(&w, run_blocking(s, a, sequence), last_error());
-  });
-  wait_work(&w, -1);
-  { std::lock_guard<std::mutex> lock(w.mutex); }  // end_work() lets go of it first
-  return w.status == PG_OK ? PG_OK : fail_message(w.status, w.error);
 }
 
 }  // namespace
@@ -137,20 +74,20 @@ std::uint64_t coll_seq(const pg_strategy *s, const CollArgs &a) {
   return is_point_to_point(a.coll) ? 0 : s->sequence;
 }
 
-pg_status instance_for(pg_strategy *s, Coll coll, Instance **out) {
-  if (delegates(s, coll)) {
-    PG_CHECK(ensure_fallback(s));
-    *out = s->fallback.get();
-  } else {
-    *out = s->primary.get();
-  }
-  return PG_OK;
+Instance *instance_for(const pg_strategy *s, Coll coll) {
+  return s->routes.delegated[static_cast<int>(coll)] ? s->routes.device_default.get() : s->routes.selected.get();
 }
 
-pg_status route(pg_strategy *s, Coll coll, Instance **out) {
-  PG_CHECK(instance_for(s, coll, out));
-  if (*out != s->primary.get()) trace::annotate_fallback();
-  return PG_OK;
+Instance *route(pg_strategy *s, Coll coll) {
+  Instance *inst = instance_for(s, coll);
+  if (inst != s->routes.selected.get()) trace::annotate_device_default();
+  return inst;
+}
+
+bool polls(const pg_strategy *s, Coll coll) { return instance_for(s, coll)->backend->polls(); }
+
+pg_status start_routed(pg_strategy *s, const CollArgs &a, std::unique_ptr<Request> *out) {
+  return route(s, a.coll)->backend->start(a, out);
 }
 
 Until polled_by_caller(pg_strategy *s) {
@@ -180,7 +117,8 @@ pg_status run_blocking(pg_strategy *s, const CollArgs &args, std::uint64_t seque
   stage_alltoall(s, &a, &stage);
   watchdog::Scope watched(s, a.coll, sequence);
   const pg_status st = poison_on_failure(s, run_routed(s, a));
-  keep_stage_if_failed(st, &stage);
+  // A failed call may have left its sends of the staged input to MPI.
+  if (st != PG_OK && !stage.empty()) keep_until_exit(std::make_shared<std::vector<char>>(std::move(stage)));
   return st;
 }
 
@@ -198,25 +136,5 @@ pg_status poison_on_failure(pg_strategy *s, pg_status st) {
 }
 
 pg_status check_peers(pg_strategy *s) { return poison_on_failure(s, s->alarm->check_node()); }
-
-pg_status run(pg_strategy *s, const CollArgs &args, pg_status local) {
-  CancelScope abortable(&s->aborted, s->alarm.get());
-  PG_CHECK(check_peers(s));
-  const pg_status checked = check_call(s, args, local, false);
-  trace::Op op(s, static_cast<std::uint8_t>(args.coll), &args, coll_seq(s, args));
-  if (checked != PG_OK || trivial(args)) return op.end(checked);
-  // Blocking collectives run after the work started before them; blocking
-  // point-to-point calls after the point-to-point work queued before them
-  // has been posted (MPI matches in posting order).
-  if (is_point_to_point(args.coll)) {
-    s->progress.drain_point_to_point(advance_thread_works);
-  } else {
-    s->progress.drain(advance_thread_works);
-    wait_started(s);
-  }
-  trace::Current current(s->trace.get(), op.seq());
-  if (needs_beside(s, args)) return op.end(run_beside(s, args, op.seq()));
-  return op.end(run_blocking(s, args, s->sequence));
-}
 
 }  // namespace pg

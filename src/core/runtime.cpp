@@ -34,7 +34,7 @@ int on_finalize(MPI_Comm, int, void *, void *) {
     std::lock_guard<std::mutex> lock(g_mutex);
     live = g_live;
   }
-  for (pg_strategy *s : live) s->quiesce();
+  for (pg_strategy *s : live) s->engine.stop();
   return MPI_SUCCESS;
 }
 
@@ -166,6 +166,11 @@ void track(pg_strategy *s) {
 void untrack(pg_strategy *s) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_live.erase(std::remove(g_live.begin(), g_live.end(), s), g_live.end());
+}
+
+void with_live(pg_strategy *s, const std::function<void(pg_strategy *)> &fn) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (std::find(g_live.begin(), g_live.end(), s) != g_live.end()) fn(s);
 }
 
 void for_each_live(const std::function<void(pg_strategy *)> &fn) {

@@ -20,7 +20,9 @@ bool finalizing();
 
 // Live strategies, so that finalization can stop their threads first.
 void track(pg_strategy *s);
-void untrack(pg_strategy *s);
+void untrack(pg_strategy *s);  // nothing when s is not live
+// Calls fn on s, with the set locked, if s is live (untrack waits for it).
+void with_live(pg_strategy *s, const std::function<void(pg_strategy *)> &fn);
 // Calls fn on each live strategy, with the set locked.
 void for_each_live(const std::function<void(pg_strategy *)> &fn);
 

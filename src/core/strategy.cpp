@@ -122,8 +122,6 @@ pg_status choose_wait_rule(pg_strategy *s) {
 
 }  // namespace
 
-bool delegates(const pg_strategy *s, Coll coll) { return s->lacks[static_cast<int>(coll)]; }
-
 pg_status check_usable(const char *fn, const pg_strategy *s) {
   if (runtime::finalizing())
     return fail(PG_ERR_STATE, "%s: MPI has been finalized; only pg_strategy_destroy is allowed", fn);
@@ -135,18 +133,19 @@ pg_status check_usable(const char *fn, const pg_strategy *s) {
 
 namespace {
 
-// What the backend lacks, worked out once: point-to-point goes as a whole (send
-// and recv must meet on one communicator), sendrecv is composed from send and recv.
-std::bitset<kCollCount> lacking(const Backend &b) {
-  std::bitset<kCollCount> lacks;
+// What the selected backend delegates to the device default, worked out once:
+// what it has no entry for. Point-to-point goes as a whole (send and recv
+// must meet on one communicator); sendrecv is composed from send and recv.
+std::bitset<kCollCount> delegated_by(const Backend &b) {
+  std::bitset<kCollCount> delegated;
   const bool p2p = b.implements(Coll::send) && b.implements(Coll::recv);
   for (int c = 0; c < kCollCount; ++c) {
     const Coll coll = Coll(c);
-    if (coll == Coll::send || coll == Coll::recv) lacks[c] = !p2p;
-    else if (coll == Coll::sendrecv) lacks[c] = !p2p && !b.implements(coll);
-    else lacks[c] = !b.implements(coll);
+    if (coll == Coll::send || coll == Coll::recv) delegated[c] = !p2p;
+    else if (coll == Coll::sendrecv) delegated[c] = !p2p && !b.implements(coll);
+    else delegated[c] = !b.implements(coll);
   }
-  return lacks;
+  return delegated;
 }
 
 }  // namespace
@@ -162,12 +161,11 @@ pg_status make_strategy_instance(pg_strategy *s, const BackendEntry &entry, std:
   return make_instance(entry, s->instance_comm, s->layout, env, out);
 }
 
-// The device default, on which operations the backend lacks run.
-pg_status ensure_fallback(pg_strategy *s) {
-  if (s->fallback) return PG_OK;
+pg_status make_device_default(pg_strategy *s) {
+  if (s->routes.device_default) return PG_OK;
   const BackendEntry *entry = registry::find(default_backend(s->device));
   if (!entry) return fail(PG_ERR_INTERNAL, "the device default backend is not registered");
-  return make_strategy_instance(s, *entry, &s->fallback);
+  return make_strategy_instance(s, *entry, &s->routes.device_default);
 }
 
 namespace {
@@ -219,14 +217,14 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
   PG_CHECK(collective_step(s, [&] { return choose_wait_rule(s); }));
   launch::check_launcher(MPI_COMM_WORLD);
 
-  pg_status made = collective_step(s, [&] { return make_strategy_instance(s, *entry, &s->primary); });
+  pg_status made = collective_step(s, [&] { return make_strategy_instance(s, *entry, &s->routes.selected); });
   if (made != PG_OK) {
     // Another rank's create failed: this rank's instance must not run the
     // backend's (collective) destroy alone, so it is abandoned.
-    if (s->primary && s->primary->backend) {
+    if (s->routes.selected && s->routes.selected->backend) {
       PG_LOG(warn, "backend '%s' created here but not on every rank; its state is left without its destroy",
              entry->name.c_str());
-      s->primary->backend->abandon();
+      s->routes.selected->backend->abandon();
     }
     return made;
   }
@@ -234,11 +232,13 @@ pg_status init_strategy(pg_strategy *s, const char *device, const char *backend,
     PG_CHECK(trace::start(s));
     trace::Op(s, static_cast<std::uint8_t>(trace::Event::create), nullptr, 0).end(PG_OK);
   }
-  s->lacks = lacking(*s->primary->backend);
-  s->primary_polls = s->primary->backend->polls();
-  // Point-to-point cannot create the default lazily (it is not collective).
-  if (s->lacks[static_cast<int>(Coll::send)] && s->selection.backend != default_backend(s->device))
-    PG_CHECK(collective_step(s, [&] { return ensure_fallback(s); }));
+  // The device default serves what the selected backend has no entry for:
+  // made now, collectively, so that no work's start has to make it: a pass of
+  // the engine never waits (core/engine.h).
+  if (s->selection.backend != default_backend(s->device)) {
+    s->routes.delegated = delegated_by(*s->routes.selected->backend);
+    if (s->routes.delegated.any()) PG_CHECK(collective_step(s, [&] { return make_device_default(s); }));
+  }
 
   PG_LOG(info, "strategy created: backend '%s' (%s), device '%s', rank %d of %d",
          s->selection.backend.c_str(), s->selection.rule.c_str(), s->device_name.c_str(), s->rank,
@@ -282,51 +282,28 @@ pg_status split_strategy(pg_strategy *s, int color, int key, pg_strategy **out) 
   return op.end(split_comm(s, color, key, out));
 }
 
-namespace {
-
-void abort_once(pg_strategy *s) {
-  if (s->aborted.exchange(true)) return;
-  s->health.poison("aborted by pg_strategy_abort");
-  // The node's peers learn at once; the other nodes now where MPI may be
-  // called from any thread, else at destroy.
-  if (s->alarm) s->alarm->raise(Alarm::Cause::aborted, runtime::thread_level() == MPI_THREAD_MULTIPLE);
-  // Asynchronous backends (NCCL) end what they enqueued; the library's own
-  // waits end at their next poll. (The fallback may be in the making on the
-  // strategy's thread: it is left to its polls.)
-  if (s->primary) s->primary->backend->abort();
-  PG_LOG(info, "pg_strategy_abort: strategy of rank %d of %d aborted", s->rank, s->size);
-}
-
-// An abort from another thread may have ended destroy's wait for the peers
-// and still be reading the strategy.
-void wait_for_aborts(const pg_strategy *s) {
-  while (s->aborting.load() > 0) std::this_thread::yield();
-}
-
-}  // namespace
-
+// An abort and a destroy may race (pg_strategy_abort may be called from any
+// thread). An abort runs whole under the lock of the set of live strategies,
+// and only on a strategy still in it; destroy takes the strategy out of the
+// set, under that lock, once it has waited for its works and before it frees
+// anything with its peers. So an abort before that point ends destroy's waits
+// and destroy goes on alone; an abort after it is a no-op.
 void abort_strategy(pg_strategy *s) {
-  ++s->aborting;
-  abort_once(s);
-  --s->aborting;
+  runtime::with_live(s, [](pg_strategy *live) {
+    if (live->aborted.exchange(true)) return;
+    live->health.poison("aborted by pg_strategy_abort");
+    // The node's peers learn at once; the other nodes now where MPI may be
+    // called from any thread, else at destroy.
+    live->alarm->raise(Alarm::Cause::aborted, runtime::thread_level() == MPI_THREAD_MULTIPLE);
+    // Asynchronous backends (NCCL) end what they enqueued; the library's own
+    // waits end at their next poll. (The device default may be in the making
+    // on the collectives lane: it is left to its polls.)
+    live->routes.selected->backend->abort();
+    PG_LOG(info, "pg_strategy_abort: strategy of rank %d of %d aborted", live->rank, live->size);
+  });
 }
 
 namespace {
-
-// Waits for the strategy's unfinished works before a destroy that every rank
-// makes (an unusable strategy's are given up); the first failure.
-pg_status finish_works(pg_strategy *s, bool alive) {
-  pg_status result = PG_OK;
-  for (const auto &[order, w] : s->works) {
-    if (alive && !s->health.poisoned()) {
-      pg_status st = work_wait(w, -1);
-      if (st != PG_OK && result == PG_OK) result = st;
-    } else if (w->native && !w->finished) {
-      end_work(w, PG_ERR_STATE, "the strategy was destroyed before this work finished");
-    }
-  }
-  return result;
-}
 
 // Whether every rank came to destroy the strategy, so that what is freed
 // collectively (shared windows, communicators) can be: a barrier, which ends
@@ -346,35 +323,23 @@ bool everyone_destroys(pg_strategy *s) {
 // or a failure this rank raised or learned of): frees this process's own
 // memory and waits for no peer. Backends, their communicators and shared
 // memory, the library's communicators and unfinished requests are kept until
-// the process exits.
-pg_status destroy_alone(pg_strategy *s, const std::shared_ptr<trace::Recorder> &recorder) {
-  wait_for_aborts(s);
+// the process exits; and nothing calls MPI once it is finalized.
+void destroy_alone(pg_strategy *s, const std::shared_ptr<trace::Recorder> &recorder) {
   runtime::untrack(s);
   // Below MPI_THREAD_MULTIPLE an abort could tell only the node: the other nodes now.
-  if (s->aborted && s->alarm) s->alarm->raise(Alarm::Cause::aborted, true);
-  // A queued task stuck in a custom backend's blocking call keeps the progress
-  // thread, and with it the strategy.
-  const bool thread_done = s->progress.abandon(std::chrono::milliseconds(200));
-  for (const auto &[order, w] : s->works) {
-    // Queued works, and those a queued task adopted, are the progress
-    // thread's to complete (at once, aborted; or when a stuck custom backend
-    // returns).
-    if (w->native && (thread_done || !w->adopted)) {
-      end_work(w, PG_ERR_ABORTED, "the strategy was aborted (pg_strategy_abort) before this work finished");
-      keep_until_exit(std::move(w->native));  // its MPI requests cannot be cancelled
-    }
-    std::lock_guard<std::mutex> lock(w->mutex);
-    w->strategy = nullptr;
-  }
-  s->works.clear();
+  if (s->aborted && s->alarm && runtime::mpi_alive()) s->alarm->raise(Alarm::Cause::aborted, true);
+  fail(PG_ERR_ABORTED, "the strategy was destroyed, aborted or after a failure, before this work finished");
+  s->engine.give_up_all(PG_ERR_ABORTED);
+  // A worker stuck in a custom backend's blocking entry keeps the strategy.
+  const bool workers_done = s->engine.abandon(std::chrono::milliseconds(200));
+  s->engine.detach_held();
   s->memory.release_all(false);
-  keep_until_exit(std::move(s->fallback));
-  keep_until_exit(std::move(s->primary));
+  keep_until_exit(std::move(s->routes.device_default));
+  keep_until_exit(std::move(s->routes.selected));
   keep_until_exit(std::move(s->alarm));
-  if (thread_done) delete s;
-  else keep_until_exit(std::shared_ptr<void>(s, [](void *) {}));  // its progress thread still runs
+  if (workers_done) delete s;
+  else keep_until_exit(std::shared_ptr<void>(s, [](void *) {}));
   if (recorder) trace::retire(recorder);
-  return PG_OK;
 }
 
 }  // namespace
@@ -382,28 +347,30 @@ pg_status destroy_alone(pg_strategy *s, const std::shared_ptr<trace::Recorder> &
 pg_status destroy_strategy(pg_strategy *s) {
   // The recorder outlives the strategy, for the dump that follows.
   const std::shared_ptr<trace::Recorder> recorder = s->trace;
-  if (s->aborted) return destroy_alone(s, recorder);
+  if (s->aborted) {
+    destroy_alone(s, recorder);
+    return PG_OK;
+  }
   trace::Op op(s, static_cast<std::uint8_t>(trace::Event::destroy), nullptr, 0);
-  runtime::untrack(s);
-  s->progress.drain(advance_thread_works);  // a queued task may wait for a peer that waits for those
-  s->progress.stop();
   const bool alive = runtime::mpi_alive();
-  const pg_status result = finish_works(s, alive);
-  if (alive && !everyone_destroys(s)) {
+  pg_status result = PG_OK;
+  if (alive && !s->health.poisoned()) {
+    CancelScope abortable(&s->aborted, s->alarm.get());  // an abort now ends these waits
+    result = s->engine.finish_held();
+  } else {
+    fail(PG_ERR_STATE, "the strategy was destroyed before this work finished");
+    s->engine.give_up_all(PG_ERR_STATE);
+  }
+  runtime::untrack(s);  // from here an abort is a no-op
+  if (s->aborted || (alive && !everyone_destroys(s))) {
     op.end(result);
     destroy_alone(s, recorder);
     return result;
   }
-  wait_for_aborts(s);
-  for (const auto &[order, w] : s->works) {
-    // Its request belongs to the backend about to go: the work keeps only its status.
-    w->native.reset();
-    w->strategy = nullptr;
-  }
-  s->works.clear();
+  s->engine.stop();
+  s->engine.detach_held();
   s->memory.release_all(alive);
-  s->fallback.reset();
-  s->primary.reset();
+  s->routes = Routes{};
   s->alarm.reset();
   if (alive) {
     topology::free_layout(&s->layout);
@@ -425,14 +392,14 @@ pg_status describe_strategy(const pg_strategy *s, std::string *out) {
                   ")";
   std::string delegated;
   for (int c = 0; c < kCollCount; ++c) {
-    const char *suffix = delegates(s, Coll(c)) ? "" : s->delegated[c] ? " (declined calls)" : nullptr;
+    const char *suffix = s->routes.delegated[c] ? "" : s->routes.declined[c] ? " (declined calls)" : nullptr;
     if (suffix) delegated += (delegated.empty() ? "" : ", ") + std::string(coll_name(Coll(c))) + suffix;
   }
   if (!delegated.empty())
     d += ", delegated to '" + std::string(default_backend(s->device)) + "': " + delegated;
   if (!s->placement.empty()) d += ", " + s->placement;
   d += ", " + s->waiting;
-  const std::string plan = s->primary ? s->primary->backend->describe() : std::string();
+  const std::string plan = s->routes.selected ? s->routes.selected->backend->describe() : std::string();
   if (!plan.empty()) d += "; " + plan;
   if (s->health.poisoned()) d += ", unusable after: " + s->health.reason();
   *out = d;
@@ -440,8 +407,6 @@ pg_status describe_strategy(const pg_strategy *s, std::string *out) {
 }
 
 }  // namespace pg
-
-void pg_strategy::quiesce() { progress.stop(); }
 
 namespace pg {
 

@@ -17,7 +17,7 @@
 #include "core/backend.h"
 #include "core/instance.h"
 #include "core/memory.h"
-#include "core/progress.h"
+#include "core/engine.h"
 #include "core/selection.h"
 #include "core/settings.h"
 #include "core/watchdog.h"
@@ -44,19 +44,33 @@ class Health {
   std::string reason_;
 };
 
+// Which instance runs a call (route.cpp): the selected backend, or the device
+// default (pg_default_backend's for the device) for the operations delegated
+// to it, which the selected backend has no entry for, and for single calls
+// the selected backend declines (PG_ERR_UNSUPPORTED before communicating).
+struct Routes {
+  std::unique_ptr<Instance> selected;
+  // Made at creation when an operation is delegated, else at the first
+  // declined call (on the collectives lane: every rank declines alike).
+  std::unique_ptr<Instance> device_default;
+  std::bitset<kCollCount> delegated;  // set at creation
+  std::bitset<kCollCount> declined;   // a call was declined (pg_strategy_describe says so)
+};
+
 }  // namespace pg
 
-// The object behind the opaque handle. Its parts are set at creation by
-// strategy.cpp and then owned as commented.
+// The object behind the opaque handle. Its parts are grouped by the one part
+// of the library that writes each after creation.
 struct pg_strategy {
+  // What it is: set at creation (strategy.cpp), read-only afterwards.
   pg::Device device;
   std::string device_name;  // "cpu", "cuda:1"
   pg::Selection selection;
   pg::Settings settings;             // the library's PGS_* values, agreed at creation
   pg::SettingsMap backend_settings;  // the built-in backends' own, agreed at creation
   MPI_Comm comm = MPI_COMM_NULL;  // the library's own duplicate: agreement, checks
-  // Backend instances are duplicated from this one: a fallback may be created on
-  // the progress thread while the caller's thread runs checks on `comm`.
+  // Backend instances are duplicated from this one, which no check uses: the
+  // device default may be made on a lane's worker while the caller checks on `comm`.
   MPI_Comm instance_comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   int tag_ub = 32767;              // MPI_TAG_UB of comm
@@ -65,63 +79,23 @@ struct pg_strategy {
   std::string waiting;             // the wait rule chosen at creation, and why
   void *stream = nullptr;          // set by pg_strategy_set_stream
 
-  // Routing (route.cpp) picks between these; the fallback is made there on first need.
-  std::unique_ptr<pg::Instance> primary;
-  std::unique_ptr<pg::Instance> fallback;  // the device default
-  std::bitset<pg::kCollCount> lacks;       // operations the backend has no entry for
-  std::bitset<pg::kCollCount> delegated;   // operations the backend declined at least once
-  bool primary_polls = true;               // primary->backend->polls(), read by every blocking call
-
-  pg::Progress progress;           // queued nonblocking work (route.cpp)
-  // Works not yet freed, by start number; destroy finishes them first, in order.
-  std::map<std::uint64_t, pg_work *> works;
-  // Held while `works` changes, and while another thread's wait walks it.
-  std::mutex works_mutex;
-  // The thread that called into the strategy last: its waits on anything
-  // else move the strategy's works too (complete.cpp).
-  std::atomic<std::thread::id> driver{};
-  std::uint64_t works_started = 0;
-  pg::Memory memory;               // pg_mem_alloc's buffers (c_api.cpp)
+  pg::Routes routes;               // which instance runs a call (route.cpp)
+  pg::Engine engine{this};         // the works of its operations (engine.cpp)
   std::uint64_t sequence = 0;      // collectives issued (check.cpp), for the checks and the watchdog
+  pg::Memory memory;               // pg_mem_alloc's buffers (c_api.cpp)
 
-  pg::Health health;               // poisoned by route.cpp and the watchdog
+  // Its health. Poisoned by route.cpp, the watchdog and pg_strategy_abort.
+  pg::Health health;
   // How this rank learns that a peer failed or aborted, and tells them when it
   // does (core/alarm.h); raised by route.cpp and pg_strategy_abort.
   std::unique_ptr<pg::Alarm> alarm;
   // Set by pg_strategy_abort, from any thread: the waits of every call in
   // flight on the strategy end (util/poll.h, CancelScope).
   std::atomic<bool> aborted{false};
-  // pg_strategy_abort calls under way: destroy, which an abort may end while
-  // it waits for the peers, frees nothing before they returned.
-  std::atomic<int> aborting{0};
   std::shared_ptr<pg::trace::Recorder> trace;  // the flight recorder (PGS_TRACE), or null
-  // The collective in flight on the caller's thread [0] and on the progress
-  // thread [1] (watchdog.cpp): each thread writes only its own.
+  // The collective in flight on the caller's thread [0] and on the
+  // collectives lane's worker [1] (watchdog.cpp): each thread writes only its own.
   pg::watchdog::Marks marks[2];
-
-  // Stops the progress thread (called while MPI is finalizing).
-  void quiesce();
-};
-
-struct pg_work {
-  pg_strategy *strategy = nullptr;               // NULL once its strategy is gone
-  std::unique_ptr<pg::Request> native;           // a backend's own request, or
-  std::mutex mutex;                              // ... a task on the progress thread
-  std::condition_variable finished_cv;
-  std::atomic<bool> finished{false};             // set under `mutex`; read by the waits without it
-  // A native work that a queued task adopted: the progress thread moves it
-  // to its end (complete.cpp); the caller's thread no longer tests it.
-  bool adopted = false;
-  // A thread is polling its request: no other (a progress hook) tests it meanwhile.
-  std::atomic<bool> driving{false};
-  pg_status status = PG_OK;
-  std::string error;
-  int source = -1;                               // a finished receive's sender, when known
-  std::vector<char> stage;                       // staging for in-place alltoall
-  pg::watchdog::Watch watch;                     // a native collective under PGS_TIMEOUT
-  std::uint64_t order = 0;                       // start number on its strategy
-  bool collective = false;                       // not point-to-point
-  std::uint64_t trace_seq = 0;                   // its entry in the flight recorder, 0 when off
 };
 
 namespace pg {
@@ -138,10 +112,7 @@ pg_status destroy_strategy(pg_strategy *s);
 // pg_strategy_abort: local, callable from any thread.
 void abort_strategy(pg_strategy *s);
 pg_status describe_strategy(const pg_strategy *s, std::string *out);
-// The device default instance, created on first need (collective).
-pg_status ensure_fallback(pg_strategy *s);
-// Whether `coll` always runs on the device default (the backend lacks it); a
-// backend that declines single calls is asked again each time.
-bool delegates(const pg_strategy *s, Coll coll);
+// The device default instance, made on first need (collective).
+pg_status make_device_default(pg_strategy *s);
 
 }  // namespace pg

@@ -203,7 +203,7 @@ void annotate_shared(bool send, bool recv) {
   if (now.recorder && flags) now.recorder->annotate_flags(now.seq, flags);
 }
 
-void annotate_fallback() {
+void annotate_device_default() {
   const Marked &now = t_current;
   if (now.recorder) now.recorder->annotate(now.seq, nullptr, 0, true);
 }

@@ -130,7 +130,7 @@ void annotate(const char *algorithm, std::uint32_t slices = 0);
 // Called by a backend: which of the operation's buffers lie in pg_mem_alloc
 // memory that the node's ranks read in place.
 void annotate_shared(bool send, bool recv);
-// Called by the dispatch: the operation runs on the device default.
-void annotate_fallback();
+// Called by routing: the operation runs on the device default.
+void annotate_device_default();
 
 }  // namespace pg::trace

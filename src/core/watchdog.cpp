@@ -82,7 +82,7 @@ bool overdue(const pg_strategy *s, const Watch &watch) {
          static_cast<double>(now_ns() - watch.started_ns) * 1e-9 > s->settings.timeout_s;
 }
 
-Marks &own_marks(pg_strategy *s) { return s->marks[s->progress.on_thread() ? 1 : 0]; }
+Marks &own_marks(pg_strategy *s) { return s->marks[s->engine.lane(LaneKind::collectives).on_worker() ? 1 : 0]; }
 
 Scope::Scope(pg_strategy *s, Coll coll, std::uint64_t sequence) {
   if (!watching(s) || is_point_to_point(coll)) return;
@@ -125,8 +125,8 @@ void abort_job(pg_strategy *s, const Watch &watch) {
   trace::dump("watchdog");  // what every strategy of this rank did last, before the job ends
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   s->health.poison("the watchdog aborted the job");
-  if (s->primary) s->primary->backend->abort();
-  if (s->fallback) s->fallback->backend->abort();
+  if (s->routes.selected) s->routes.selected->backend->abort();
+  if (s->routes.device_default) s->routes.device_default->backend->abort();
   // MPI_COMM_WORLD: MPICH 4.0.2 ends only the calling process when MPI_Abort
   // gets any other communicator, and the job would stay hung. Not from the
   // watchdog's thread below MPI_THREAD_MULTIPLE, while the caller is in MPI.

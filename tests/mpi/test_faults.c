@@ -12,14 +12,22 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pg_test.h"
 
+/* The faulting rank says when it faults (fault_run.sh times the job's end
+ * from there: a busy machine may take seconds to start the job). */
 static void loop_until_fault(pg_strategy *s, int fault) {
   const int rank = pg_strategy_rank(s);
   for (int i = 0; i < 100000; ++i) {
-    if (i == 50 && rank == 1) raise(fault);
+    if (i == 50 && rank == 1) {
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      fprintf(stderr, "fault at %lld.%09ld\n", (long long)now.tv_sec, now.tv_nsec);
+      raise(fault);
+    }
     int v = 1, sum = 0;
     if (pg_allreduce(s, &v, &sum, 1, PG_INT32, PG_SUM) != PG_OK) exit(3);
   }

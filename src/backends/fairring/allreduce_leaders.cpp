@@ -83,10 +83,15 @@ class Leaders final : public Request {
     }
   }
 
+  // Issued, then counted: the next allreduce may start, and its steps come
+  // after this one's on both communicators (the library starts and tests a
+  // strategy's collectives one thread at a time, core/engine.h). A broadcast
+  // that fails to start breaks the order.
   pg_status broadcast() {
+    PG_CHECK(node_.start(CollArgs::movement(Coll::broadcast, nullptr, a_.recv, a_.count, a_.dtype, 0), &step_));
     stage_ = Stage::broadcast;
-    ++order_.broadcasting;  // the next allreduce may start: its steps come after this one's on both communicators
-    return node_.start(CollArgs::movement(Coll::broadcast, nullptr, a_.recv, a_.count, a_.dtype, 0), &step_);
+    ++order_.broadcasting;
+    return PG_OK;
   }
 
   // A failure before the broadcast leaves the later allreduces unable to start.
