@@ -42,13 +42,13 @@ HWLOC_PLUGINS_BLACKLIST=hwloc_pci \
 ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 \
 LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j2 --timeout 300 -LE slurm -E '^test_large_count\.'
+  ctest --test-dir build-asan --output-on-failure -j2 --timeout 300 -LE 'slurm|scale' -E '^test_large_count\.'
 
 echo "== ThreadSanitizer: two threads, two strategies"
 configure build-tsan "-fsanitize=thread -g -O1" -DPGS_ENABLE_FORTRAN=OFF -DPGS_ENABLE_GLOO=OFF \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread"
 cmake --build build-tsan -j"$(nproc)" --target test_lifecycle test_nonblocking test_abort test_mixed_order test_random \
-  >build-tsan.build.log 2>&1 ||
+  test_lanes test_destroy_race >build-tsan.build.log 2>&1 ||
   { tail -50 build-tsan.build.log; exit 1; }
 export TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp halt_on_error=1 exitcode=66"
 mkdir -p build-tsan/trace  # the flight recorder: its writer thread beside the strategies' threads
@@ -71,6 +71,12 @@ for args in "ordered" "fairring"; do
   echo "-- test_mixed_order $args"
   PGS_RANKS_PER_NODE=2 mpiexec -n 3 build-tsan/tests/mpi/test_mixed_order $args
 done
+for args in "plain" "fairring"; do  # the lanes, a table's on their workers
+  echo "-- test_lanes $args"
+  mpiexec -n 2 build-tsan/tests/mpi/test_lanes $args
+done
+echo "-- test_destroy_race mpi race"  # abort racing destroy
+mpiexec -n 2 build-tsan/tests/mpi/test_destroy_race mpi race
 # Random programs (tests/random): two threads on two fairring strategies; an
 # abort from a second thread while the aborting rank waits in a collective its
 # peers reach later. Left out: mpi from two threads and the table backends

@@ -11,27 +11,29 @@
 //   queued --begin--> running --returned-----> ended --published--> finished
 //
 // started: its backend's native start issued a request, which moves when
-// tested; running: its backend's blocking entry runs on a thread (a blocking
-// collective always runs its blocking entry: a nonblocking call does not match
-// its blocking twin; any call for which the backend has no native start). A work begins once every work before it in its lane
-// has started or ended (a native start), or has ended (a blocking entry, which
-// posts nothing that a later work could overtake before it returns; nothing
-// begins beside it, so a backend's instance runs one call of a lane at a
-// time). Collectives are published in issue order, sends and receives as they
-// end.
+// tested. running: its backend's blocking entry runs on a thread; a blocking
+// collective always runs its blocking entry (a nonblocking call does not
+// match its blocking twin), and so does any call with no native start. A work
+// begins once every work before it in its lane has started or ended (a native
+// start), or has ended (a blocking entry: it posts nothing that a later work
+// could overtake before it returns, and nothing begins beside it, so an
+// instance runs one call of a lane at a time). Collectives are published in
+// issue order, sends and receives as they end.
 //
 // One function moves a lane, Lane::pass: the thread that holds the lane's turn
 // (one at a time; a thread that finds it taken goes on) tests the started
 // works in order, begins the queued works whose turn came and publishes the
-// ended ones. A pass never waits: a blocking entry is run by the thread whose
-// call it is, when that call is blocking and its backend's waits move the
-// other works (util/poll.h), or below MPI_THREAD_MULTIPLE; else by the lane's
-// worker thread (a nonblocking call; a table backend's blocking entry, which
-// would hold its caller where nothing moves the other works). Who passes: a wait (Engine::wait, over its
-// strategy); every live strategy, from util/poll.h's progress hook, which a
-// wait and every backend's own poll call every PeerWatch::kWatchRounds rounds;
-// the lane's worker while a blocking entry waits for its turn. Nothing else
-// begins, tests or ends a work, and no pass calls back into a wait.
+// ended ones. A pass never waits; it runs a blocking entry only on the entry's
+// runner: the thread whose call it is, when that call is blocking and its
+// backend's waits move the other works (util/poll.h), or below
+// MPI_THREAD_MULTIPLE; else the lane's worker thread (a nonblocking call; a
+// table backend's blocking call while works are in flight, since its entry
+// holds its thread where nothing moves them). Who passes: a wait
+// (Engine::wait) on its strategy at every round; the progress hook that every
+// wait and backend poll calls each PeerWatch::kWatchRounds rounds, on every
+// live strategy (it runs no entry: the entry's own waits call it); the lane's
+// worker while an entry of its waits for its turn. Nothing else begins, tests
+// or ends a work, and no pass calls back into a wait.
 #pragma once
 
 #include <atomic>

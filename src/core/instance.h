@@ -1,5 +1,5 @@
 // Backend instances and the internal factory that makes them on any
-// communicator: a strategy's primary backend and its fallback, and the
+// communicator: a strategy's selected backend and its device default, and the
 // sub-instances a hierarchical backend runs on its node and rail communicators
 // (UCC's cl/hier habit: each subgroup gets its own team).
 #pragma once

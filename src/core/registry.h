@@ -15,7 +15,7 @@
 namespace pg {
 
 // A built-in backend's own PGS_* settings, read and validated once when a
-// strategy is created, so that instances made later (a fallback created on
+// strategy is created, so that instances made later (a device default created on
 // first need, a hierarchical backend's sub-instances) use what every rank
 // agreed on rather than the environment of that moment.
 class BackendSettings {

@@ -46,7 +46,7 @@ std::string entry_json(const Entry &e, std::int64_t offset) {
   j += ",\"status\":" + (e.status < 0 ? std::string("null") : quote(status_name(static_cast<pg_status>(e.status))));
   if (e.flags & kNonblocking) j += ",\"nonblocking\":true";
   if (e.flags & kInPlace) j += ",\"in_place\":true";
-  if (e.flags & kFallback) j += ",\"fallback\":true";
+  if (e.flags & kDeviceDefault) j += ",\"device_default\":true";
   if (e.flags & (kSharedSend | kSharedRecv))
     j += std::string(",\"shared\":") +
          ((e.flags & kSharedSend) && (e.flags & kSharedRecv) ? "\"send,recv\"" : (e.flags & kSharedSend) ? "\"send\"" : "\"recv\"");
@@ -107,13 +107,13 @@ void Recorder::end(std::uint64_t seq, pg_status status) {
   e.status = static_cast<std::int16_t>(status);
 }
 
-void Recorder::annotate(std::uint64_t seq, const char *algorithm, std::uint32_t slices, bool fallback) {
+void Recorder::annotate(std::uint64_t seq, const char *algorithm, std::uint32_t slices, bool device_default) {
   std::lock_guard<std::mutex> lock(mutex_);
   Entry &e = ring_[(seq - 1) % ring_.size()];
   if (e.seq != seq) return;
   if (algorithm) e.algorithm = algorithm;
   if (slices) e.slices = slices;
-  if (fallback) e.flags |= kFallback;
+  if (device_default) e.flags |= kDeviceDefault;
 }
 
 void Recorder::annotate_flags(std::uint64_t seq, std::uint8_t flags) {
@@ -126,7 +126,7 @@ std::string Recorder::json() const {
   std::string j = "{\"id\":" + quote(identity) + ",\"rank\":" + std::to_string(rank) +
                   ",\"size\":" + std::to_string(size) + ",\"world_ranks\":[";
   for (std::size_t i = 0; i < world_ranks.size(); ++i) j += (i ? "," : "") + std::to_string(world_ranks[i]);
-  j += "],\"backend\":" + quote(backend) + ",\"fallback_backend\":" + quote(fallback) + ",\"device\":" +
+  j += "],\"backend\":" + quote(backend) + ",\"device_default\":" + quote(device_default) + ",\"device\":" +
        quote(device) + ",\"clock_offset_ns\":" + std::to_string(clock_offset_ns) +
        ",\"clock_uncertainty_ns\":" + std::to_string(clock_uncertainty_ns) +
        ",\"entries_max\":" + std::to_string(ring_.size()) + ",\"entries\":[";
@@ -142,7 +142,7 @@ pg_status start(pg_strategy *s) {
   rec->rank = s->rank;
   rec->size = s->size;
   rec->backend = s->selection.backend;
-  rec->fallback = default_backend(s->device);
+  rec->device_default = default_backend(s->device);
   rec->device = s->device_name;
   MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
   PG_MPI_CHECK(MPI_Comm_group(s->comm, &group));

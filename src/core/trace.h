@@ -40,11 +40,11 @@ struct Entry {
   std::int16_t status = -1;    // pg_status once finished; -1 in flight
   std::uint8_t what = 0;       // Coll or Event
   std::uint8_t dtype = 0, op = 0;
-  std::uint8_t flags = 0;      // kNonblocking | kFallback | kInPlace | kSharedSend | kSharedRecv
+  std::uint8_t flags = 0;      // kNonblocking | kDeviceDefault | kInPlace | kSharedSend | kSharedRecv
 };
 // kSharedSend, kSharedRecv: the buffer lies in pg_mem_alloc memory, which the
 // node's other ranks read in place (the backend says so: annotate_shared).
-constexpr std::uint8_t kNonblocking = 1, kFallback = 2, kInPlace = 4, kSharedSend = 8, kSharedRecv = 16;
+constexpr std::uint8_t kNonblocking = 1, kDeviceDefault = 2, kInPlace = 4, kSharedSend = 8, kSharedRecv = 16;
 
 class Recorder {
  public:
@@ -55,7 +55,7 @@ class Recorder {
   // Its end (nothing when the ring has moved past it).
   void end(std::uint64_t seq, pg_status status);
   // What the backend says it ran (the thread's current operation; see Annotate).
-  void annotate(std::uint64_t seq, const char *algorithm, std::uint32_t slices, bool fallback);
+  void annotate(std::uint64_t seq, const char *algorithm, std::uint32_t slices, bool device_default);
   // Flags the backend adds to it (kSharedSend, kSharedRecv).
   void annotate_flags(std::uint64_t seq, std::uint8_t flags);
 
@@ -64,7 +64,7 @@ class Recorder {
   std::string identity;        // the same on every rank of the strategy
   std::vector<int> world_ranks;  // its ranks' ranks in MPI_COMM_WORLD
   int rank = 0, size = 1;
-  std::string backend, fallback, device;
+  std::string backend, device_default, device;
   std::int64_t clock_offset_ns = 0;       // add to this rank's clock for rank 0's
   std::int64_t clock_uncertainty_ns = 0;  // half the best round trip of the measurement
 

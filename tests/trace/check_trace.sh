@@ -95,7 +95,7 @@ EOF
         fairring) dumps_check "all(any(e.get('algorithm') == 'fast' and e['op'] == 'allreduce' for e in d['strategies'][0]['entries']) for d in dumps)" ;;
         fairring:hierarchical) dumps_check "all(all(e.get('algorithm') == 'hierarchical' and e.get('slices', 0) > 0 for e in d['strategies'][0]['entries'] if e['op'] == 'allreduce') for d in dumps)" ;;
         fairring:*) dumps_check "all(all(e.get('algorithm') == '$algo' for e in d['strategies'][0]['entries'] if e['op'] == 'allreduce') for d in dumps)" ;;
-        plain) dumps_check "all(any(e['op'] == 'reduce_scatter' and e.get('fallback') for e in d['strategies'][0]['entries']) for d in dumps)" ;;
+        plain) dumps_check "all(any(e['op'] == 'reduce_scatter' and e.get('device_default') for e in d['strategies'][0]['entries']) for d in dumps)" ;;
         *) dumps_check "all(d['strategies'][0]['backend'] == '$name' and sum(e['op'] in ('allreduce', 'reduce_scatter', 'allgather') and e['status'] == 'PG_OK' for e in d['strategies'][0]['entries']) == 3 for d in dumps)" ;;
       esac
     done
