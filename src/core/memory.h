@@ -66,7 +66,7 @@ class Memory {
     std::size_t bytes = 0;
     int id = -1;
   };
-  mutable std::mutex mutex_;     // find() may run on the progress thread
+  mutable std::mutex mutex_;     // find() may run on a lane's worker thread
   std::map<const char *, Block> blocks_;  // by base address
   std::vector<char *> by_id_;    // id -> base (nullptr once freed)
   int next_id_ = 0;

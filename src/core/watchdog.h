@@ -24,8 +24,9 @@ struct Watch {
 };
 
 // The blocking collective in flight on one thread of one strategy (at most one:
-// a strategy is used by one thread at a time, and its progress thread runs one
-// task at a time). Written by that thread, read by the watchdog's thread.
+// a strategy is used by one thread at a time, and its collectives lane's
+// worker runs one entry at a time). Written by that thread, read by the
+// watchdog's thread.
 class Marks {
  public:
   void begin(std::uint64_t sequence, Coll coll);

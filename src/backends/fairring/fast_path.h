@@ -95,7 +95,7 @@ class FastPath {
   bool rails_ = false;  // split allreduces cross nodes on every rank's rail
   std::uint64_t started_ = 0;   // operations started here
   // Operations finished here, in order. Read by the next operation's first
-  // step, which may run on another thread (the progress thread's, a queued task).
+  // step, which may run on another thread (any that passes the collectives lane).
   std::atomic<std::uint64_t> finished_{0};
 };
 

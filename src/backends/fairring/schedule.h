@@ -44,7 +44,7 @@ class Schedule {
   NodeTransport &node_;
   Backend &rail_;
   const int inflight_;
-  std::mutex mutex_;  // the progress thread and the caller's thread may both test
+  std::mutex mutex_;  // a lane's pass and a blocking caller may test from two threads
   std::deque<Operation *> active_;
   std::uint64_t next_tick_ = 0;
   int on_rails_ = 0;

@@ -357,7 +357,7 @@ class MpiBackend final : public Backend {
     if (a.coll == Coll::recv && io.nonblocking) {
       // Chunks from any source could each match another sender's message: no
       // native start, so the library runs the blocking receive (whose later
-      // chunks follow the first one's sender) on its progress thread.
+      // chunks follow the first one's sender) on the receives lane's worker.
       if (peer == MPI_ANY_SOURCE && a.count > g_.chunk) return PG_ERR_UNSUPPORTED;
       io.pending.report_source();
     }
