@@ -198,7 +198,7 @@ unsigned char marker(std::size_t i) { return static_cast<unsigned char>(0xa5 ^ (
 Call::Call(const Op &op, const Group &group) : op_(op), g_(group), es_(pg_dtype_size(op.dtype)) {
   buffers_.reserve(4);  // buffer() hands out references: no reallocation
   root_ = static_cast<int>(op.root_draw % static_cast<std::uint32_t>(group.size));
-  tag_ = 1 + static_cast<int>(op.index % 30000);
+  tag_ = op.tag;
   what_ = describe(op);
   if (op.big)
     prepare_big();
@@ -367,33 +367,26 @@ void Call::prepare() {
     }
     case Kind::barrier: break;
     case Kind::send_recv: {
-      // Pairs of a permutation drawn alike on every rank of the group; the
-      // odd one out of an odd group does nothing.
       n_ = whole;
-      Rng rng(op_.seed ^ 0x9a1c5);
-      std::vector<int> perm(Pz);
-      for (int q = 0; q < P; ++q) perm[static_cast<std::size_t>(q)] = q;
-      for (std::size_t k = Pz; k > 1; --k) std::swap(perm[k - 1], perm[rng.below(k)]);
-      const std::size_t pos = static_cast<std::size_t>(std::find(perm.begin(), perm.end(), r) - perm.begin());
-      if (pos % 2 == 0 && pos + 1 < Pz) {
-        peer_ = perm[pos + 1];
-        sends_first_ = true;
-      } else if (pos % 2 == 1) {
-        peer_ = perm[pos - 1];
-      } else {
+      const std::vector<Message> all = messages(op_, P);
+      const auto mine = std::find_if(all.begin(), all.end(), [&](const Message &m) { return m.from == r || m.to == r; });
+      if (mine == all.end()) {
         involved_ = false;
         std::snprintf(text, sizeof text, "count=%zu, this rank unpaired", n_);
         break;
       }
+      sends_first_ = mine->from == r;
+      peer_ = sends_first_ ? mine->to : mine->from;
       message_buffers(peer_, peer_);
       std::snprintf(text, sizeof text, "count=%zu peer=%d tag=%d", n_, peer_, tag_);
       break;
     }
     case Kind::sendrecv: {
       n_ = whole;
-      const int shift = P > 1 ? 1 + static_cast<int>(op_.seed % static_cast<std::uint64_t>(P - 1)) : 0;
-      dest_ = (r + shift) % P;
-      source_ = (r - shift + P) % P;
+      for (const Message &m : messages(op_, P)) {
+        if (m.from == r) dest_ = m.to;
+        if (m.to == r) source_ = m.from;
+      }
       message_buffers(dest_, source_);
       std::snprintf(text, sizeof text, "count=%zu dest=%d source=%d tag=%d", n_, dest_, source_, tag_);
       break;
@@ -590,9 +583,9 @@ pg_status Call::invoke_blocking() {
       pg_status st = PG_OK;
       if (sends_first_) {
         st = pg_send(s, send_, n_, t, peer_, tag_);
-        if (st == PG_OK) st = pg_recv(s, recv_, n_, t, peer_, tag_);
+        if (st == PG_OK) st = pg_recv(s, recv_, n_, t, received_from(), tag_);
       } else {
-        st = pg_recv(s, recv_, n_, t, peer_, tag_);
+        st = pg_recv(s, recv_, n_, t, received_from(), tag_);
         if (st == PG_OK) st = pg_send(s, send_, n_, t, peer_, tag_);
       }
       return st;
@@ -633,10 +626,12 @@ pg_status Call::invoke_nonblocking() {
       pg_work *a = nullptr, *b = nullptr;
       if (sends_first_) {
         st = pg_isend(s, send_, n_, t, peer_, tag_, &a);
-        if (st == PG_OK) st = pg_irecv(s, recv_, n_, t, peer_, tag_, &b);
+        if (st == PG_OK) st = pg_irecv(s, recv_, n_, t, received_from(), tag_, &b);
+        receive_ = b;
       } else {
-        st = pg_irecv(s, recv_, n_, t, peer_, tag_, &a);
+        st = pg_irecv(s, recv_, n_, t, received_from(), tag_, &a);
         if (st == PG_OK) st = pg_isend(s, send_, n_, t, peer_, tag_, &b);
+        receive_ = a;
       }
       if (a) works_.push_back(a);
       if (b) works_.push_back(b);
@@ -656,6 +651,17 @@ pg_status Call::invoke_nonblocking() {
   for (auto *a : {&counts_, &displs_, &counts2_, &displs2_})
     for (std::size_t &x : *a) x = 0xdeadbeef;
   return st;
+}
+
+std::string Call::check_source(pg_work *w, std::size_t chunk) const {
+  if (!op_.any_source || w != receive_) return "";
+  int from = -1;
+  const pg_status st = pg_work_source(w, &from);
+  if ((st == PG_OK && from == peer_) || (st == PG_ERR_STATE && chunk > 0 && n_ > chunk)) return "";
+  char text[512];
+  std::snprintf(text, sizeof text, "pg_work_source of the receive from any source returned %s (rank %d), expected rank %d: %s",
+                pg_status_name(st), from, peer_, st == PG_OK ? "" : pg_last_error());
+  return text;
 }
 
 std::string Call::check() const {

@@ -38,6 +38,12 @@ class Call {
   // Compares every buffer with its expected image; "" when all match, else
   // what differed first (buffer, element, expected, got) and how many did.
   std::string check() const;
+  // Where `w` is this call's receive from PG_ANY_SOURCE, finished: "" when
+  // pg_work_source names the peer, else what it said. The sender of a
+  // receive of more than `chunk` elements (PGS_MPI_CHUNK_COUNT; 0: unset)
+  // may be unknown: the mpi backend runs it on the progress thread, so that
+  // its chunks all come from the first one's sender.
+  std::string check_source(pg_work *w, std::size_t chunk) const;
   // The operation with the counts this group runs, the root, the peers.
   const std::string &what() const { return what_; }
   // The call's name and count as the flight recorder writes them
@@ -66,6 +72,7 @@ class Call {
   std::string check_big() const;
   pg_status invoke_blocking();
   pg_status invoke_nonblocking();
+  int received_from() const { return op_.any_source ? PG_ANY_SOURCE : peer_; }
 
   // Values: element i that rank `from` sends to rank `to` (data movement),
   // and rank q's input to a reduction, written as the dtype.
@@ -89,6 +96,7 @@ class Call {
   const void *send_ = nullptr;
   void *recv_ = nullptr;
   std::vector<pg_work *> works_;
+  pg_work *receive_ = nullptr;  // point-to-point's nonblocking receive
   std::string what_;
   std::size_t trace_count_ = 0;
 };

@@ -23,9 +23,9 @@ bool is_reduction(Kind kind) {
          kind == Kind::reduce_scatterv || kind == Kind::unsupported;
 }
 
-bool is_collective(Kind kind) {
-  return kind != Kind::send_recv && kind != Kind::sendrecv && kind != Kind::unsupported;
-}
+bool is_collective(Kind kind) { return !is_point_to_point(kind) && kind != Kind::unsupported; }
+
+bool is_point_to_point(Kind kind) { return kind == Kind::send_recv || kind == Kind::sendrecv; }
 
 const char *strategy_name(int strategy) {
   static const char *const names[] = {"world", "duplicate", "split"};
@@ -76,7 +76,7 @@ Sizes Sizes::from_environment(std::size_t max_bytes, int ranks) {
   const std::size_t min = env_size("PGS_FAIRRING_MIN_BYTES", 32 << 10);
   const std::size_t slice = env_size("PGS_FAIRRING_SLICE_BYTES", 256 << 10);
   const std::size_t inflight = env_size("PGS_FAIRRING_INFLIGHT", 4);
-  const std::size_t chunk = env_size("PGS_MPI_CHUNK_COUNT", 0);
+  const std::size_t chunk = sizes.mpi_chunk = env_size("PGS_MPI_CHUNK_COUNT", 0);
   // The fast path's inline payload (48 bytes in the flag's cache line), its
   // split, its slots, the flat threshold, slices of the pipeline (one, two,
   // and more than fit in flight), and a split of fewer than 64 bytes a rank.
@@ -225,6 +225,11 @@ Op Program::next() {
     op.in_place = in_place_exists(op.kind) && rng_.chance(30);
     op.nonblocking = op.kind != Kind::sendrecv && op.kind != Kind::unsupported && rng_.chance(50);
   }
+  // A shared tag for about a third of the point-to-point operations, from
+  // bits of the operation's seed: the stream draws what it drew without them.
+  op.tag = 1 + static_cast<int>(op.index % 30000);
+  if (limits_.shared_tags && is_point_to_point(op.kind) && (op.seed >> 61) < 3)
+    op.tag = kSharedTag + static_cast<int>((op.seed >> 32) % kSharedTags);
   // The strategy: the world half of the time where it may be used.
   if (index == limits_.forced_index || index == limits_.big_index) {
     op.strategy = kWorld;
@@ -245,6 +250,31 @@ Op Program::next() {
   return op;
 }
 
+std::vector<Op> draw_program(std::uint64_t seed, const Sizes &sizes, const Limits &limits) {
+  Program program(seed, sizes, limits);
+  std::vector<Op> ops;
+  while (!program.done()) ops.push_back(program.next());
+  return ops;
+}
+
+std::vector<Message> messages(const Op &op, int ranks) {
+  std::vector<Message> out;
+  if (op.kind == Kind::send_recv) {
+    Rng rng(op.seed ^ 0x9a1c5);
+    std::vector<int> perm(static_cast<std::size_t>(ranks));
+    for (int q = 0; q < ranks; ++q) perm[static_cast<std::size_t>(q)] = q;
+    for (std::size_t k = perm.size(); k > 1; --k) std::swap(perm[k - 1], perm[rng.below(k)]);
+    for (std::size_t k = 0; k + 1 < perm.size(); k += 2) {
+      out.push_back({perm[k], perm[k + 1]});
+      out.push_back({perm[k + 1], perm[k]});
+    }
+  } else if (op.kind == Kind::sendrecv) {
+    const int shift = ranks > 1 ? 1 + static_cast<int>(op.seed % static_cast<std::uint64_t>(ranks - 1)) : 0;
+    for (int r = 0; r < ranks; ++r) out.push_back({r, (r + shift) % ranks});
+  }
+  return out;
+}
+
 std::string describe(const Op &op) {
   char text[256];
   const char *name = op.kind == Kind::send_recv && op.nonblocking ? "isend/irecv" : kind_name(op.kind);
@@ -257,6 +287,7 @@ std::string describe(const Op &op) {
   }
   out += std::string(" on the ") + strategy_name(op.strategy) + (op.nonblocking ? ", nonblocking" : ", blocking");
   if (op.in_place) out += ", in place";
+  if (op.any_source) out += ", from any source";
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The random program: a seeded generator that every rank runs alike, so that
 // every rank draws the same sequence of operations (how the test uses it:
-// the comment at the top of tests/random/CMakeLists.txt).
+// the comment at the top of tests/random/CMakeLists.txt). Where each rank
+// places its point-to-point calls among them is its own: schedule.h.
 #ifndef PG_RANDOM_PROGRAM_H
 #define PG_RANDOM_PROGRAM_H
 
@@ -67,7 +68,13 @@ enum class Kind : int {
 };
 const char *kind_name(Kind kind);
 bool is_reduction(Kind kind);
-bool is_collective(Kind kind);  // not point-to-point and not the local refusal
+bool is_collective(Kind kind);      // not point-to-point and not the local refusal
+bool is_point_to_point(Kind kind);  // send_recv and sendrecv
+
+// Tags: 1 + index for an operation of its own (below 30000 operations), or
+// one of kSharedTags from kSharedTag on, which several operations share so
+// that MPI's non-overtaking rule decides which message a receive gets.
+constexpr int kSharedTag = 30001, kSharedTags = 3;
 
 // The strategies a program runs on, by index.
 enum { kWorld = 0, kDuplicate = 1, kSplit = 2, kStrategies = 3 };
@@ -90,6 +97,8 @@ struct Op {
   bool per_block = false;
   std::uint32_t root_draw = 0;  // root = root_draw % group size
   std::uint64_t seed = 0;       // values, uneven counts, pairs
+  int tag = 0;                  // point-to-point: the tag of its messages
+  bool any_source = false;      // point-to-point: this rank receives from PG_ANY_SOURCE (schedule.h)
   bool big = false;             // the soak's operation above 2 GiB
   // Outstanding nonblocking operations (their indices) settled after this one.
   std::vector<std::size_t> settle;
@@ -99,6 +108,7 @@ struct Op {
 struct Sizes {
   std::vector<std::size_t> boundaries;  // bytes, sorted, at most max_bytes
   std::size_t max_bytes = 1 << 18;
+  std::size_t mpi_chunk = 0;  // PGS_MPI_CHUNK_COUNT (0: unset), whose multiples are among the boundaries
   // Sizes drawn between the largest threshold and max_bytes, in percent of
   // all (0: none but those the other classes give; a value above 0 draws
   // other programs from the same seed).
@@ -119,9 +129,11 @@ struct Limits {
   long forced_index = -1;        // this operation is a blocking allreduce on the world (hang check)
   long fault_index = -1;         // this operation is a collective on the world or the duplicate that
                                  // no rank can finish without every other (the fault mode's)
-  bool fault_any = false;        // ... or any collective (the late fault: its peers come after the abort)
+  bool fault_any = false;        // ... or any collective (the late fault: its peers come after the abort;
+                                 // the destroy race: it does not run)
   int ranks = 1;                 // the world's size
   long big_index = -1;           // this operation is the one above 2 GiB
+  bool shared_tags = false;      // point-to-point operations may share a tag (kSharedTag)
 };
 
 // The generator: every rank constructs it with the same seed and calls next()
@@ -145,6 +157,20 @@ class Program {
   std::size_t next_ = 0;
   std::vector<std::size_t> outstanding_;
 };
+
+// Every operation of the program drawn from `seed`.
+std::vector<Op> draw_program(std::uint64_t seed, const Sizes &sizes, const Limits &limits);
+
+// One message of a point-to-point operation, between ranks of its group.
+struct Message {
+  int from = 0, to = 0;
+};
+// The messages of a point-to-point operation on a group of `ranks`, each
+// rank's in the order it posts them: send_recv's pairs of a permutation drawn
+// from the seed (the first of a pair sends first; the odd one out of an odd
+// group does nothing), sendrecv's shift (every rank sends `shift` ranks on and
+// receives from `shift` ranks back, both at once).
+std::vector<Message> messages(const Op &op, int ranks);
 
 // "allreduce float16 sum bytes=..., world, nonblocking, in place": what the
 // failure messages start with (the counts the group runs are added by the call).

@@ -1,9 +1,11 @@
-/* A backend registered at run time as a table ("random_table"): a few
+/* Backends registered at run time as tables. "random_table": a few
  * operations over MPI on the communicator the library hands it, declining some
  * dtype/op pairs call by call so that those calls run on the device default
  * (pg_backend.h), a native nonblocking allreduce, and nothing else (every other
- * operation falls back). The pairs it takes reduce exactly with MPI's own
- * operations on the test's inputs (tests/random/calls.cpp). */
+ * operation falls back). "random_blocking": its blocking allreduce, send and
+ * recv alone, so that its nonblocking allreduces and all its point-to-point
+ * run on the library's progress thread. The pairs they take reduce exactly
+ * with MPI's own operations on the test's inputs (tests/random/calls.cpp). */
 #include "table_backend.h"
 
 #include <limits.h>
@@ -173,18 +175,29 @@ static pg_status table_scatterv(void *state, const void *send, const size_t *sen
   return from_mpi(rc);
 }
 
-pg_status random_table_register(void) {
-  pg_backend_ops ops = pg_backend_ops_init(RANDOM_TABLE_NAME, PG_DEVICE_CPU);
+/* What both tables have: the blocking allreduce, send and recv. */
+static pg_backend_ops blocking_ops(const char *name) {
+  pg_backend_ops ops = pg_backend_ops_init(name, PG_DEVICE_CPU);
   ops.create = table_create;
   ops.allreduce = table_allreduce;
+  ops.send = table_send;
+  ops.recv = table_recv;
+  return ops;
+}
+
+pg_status random_table_register(void) {
+  pg_backend_ops ops = blocking_ops(RANDOM_TABLE_NAME);
   ops.broadcast = table_broadcast;
   ops.allgather = table_allgather;
   ops.barrier = table_barrier;
-  ops.send = table_send;
-  ops.recv = table_recv;
   ops.iallreduce = table_iallreduce;
   ops.test = table_test;
   ops.request_free = table_request_free;
   ops.scatterv = table_scatterv;
+  return pg_backend_register(&ops);
+}
+
+pg_status random_blocking_register(void) {
+  const pg_backend_ops ops = blocking_ops(RANDOM_BLOCKING_NAME);
   return pg_backend_register(&ops);
 }

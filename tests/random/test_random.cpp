@@ -31,6 +31,7 @@
 #include "pg_strategy.h"
 #include "pg_test.h"
 #include "program.h"
+#include "schedule.h"
 #include "table_backend.h"
 
 namespace pgr {
@@ -64,9 +65,11 @@ struct Options {
   double fault_bound = 10;       // the survivors' calls must return within this
   bool fault_backend = false;    // ... with PG_ERR_BACKEND naming the aborted rank
   bool fault_late = false;       // the aborting rank enters the collective, its peers come late
+  bool fault_destroy = false;    // a rank of each strategy destroys it while aborting it from a second thread
   bool end_exit = false;         // end the job by exit after a barrier instead of MPI_Finalize
   long stall_at = -1;            // the last rank stops before this operation (the hang report's check)
   bool point_to_point = true;
+  bool reorder = true;           // each rank places its point-to-point calls itself (schedule.h)
   bool list = false;             // print the program (each thread's) and run nothing
   std::vector<int> strategies;   // --strategies: the ones a one-thread program uses (default: all)
   bool same_order = false;       // --wait-order same: every rank settles works in one drawn order
@@ -76,8 +79,8 @@ struct Options {
 const char *const kUsage =
     "usage: test_random [--backend mpi|fairring|gloo|table|plain|NAME] [--seed S] [--ops N] [--seeds K]\n"
     "       [--minutes M] [--threads 1|2] [--max-bytes B] [--large PERCENT] [--in-flight N] [--hang-bound SECONDS]\n"
-    "       [--skew PERCENT,MS] [--big] [--fault] [--fault-late] [--fault-bound SECONDS] [--fault-expect any|backend]\n"
-    "       [--end finalize|exit] [--stall-at OP] [--no-p2p] [--list]\n"
+    "       [--skew PERCENT,MS] [--big] [--fault] [--fault-late] [--fault-destroy] [--fault-bound SECONDS]\n"
+    "       [--fault-expect any|backend] [--end finalize|exit] [--stall-at OP] [--no-p2p] [--reorder on|off] [--list]\n"
     "       [--strategies world,duplicate,split] [--wait-order own|same] [--kinds allreduce,barrier,...]\n";
 
 // A comma-separated list of names, each one of the `count` that name(k)
@@ -117,6 +120,12 @@ bool parse(int argc, char **argv, Options *o, std::string *error) {
       *out = std::strtoull(v, &end, 0);
       return end != v && *end == '\0';
     };
+    // One of two words; *out: whether it is `yes`.
+    auto either = [&](const char *no, const char *yes, bool *out) {
+      if (!value(&v) || (std::strcmp(v, no) != 0 && std::strcmp(v, yes) != 0)) return false;
+      *out = std::strcmp(v, yes) == 0;
+      return true;
+    };
     std::uint64_t u = 0;
     double d = 0;
     bool ok = true;
@@ -134,20 +143,16 @@ bool parse(int argc, char **argv, Options *o, std::string *error) {
     else if (a == "--big") o->big = true;
     else if (a == "--fault") o->fault = true;
     else if (a == "--fault-late") o->fault = o->fault_late = true;
+    else if (a == "--fault-destroy") o->fault = o->fault_destroy = true;
     else if (a == "--fault-bound") ok = number(&d) && d > 0 && (o->fault_bound = d, true);
-    else if (a == "--fault-expect")
-      ok = value(&v) && (std::strcmp(v, "any") == 0 || std::strcmp(v, "backend") == 0) &&
-           (o->fault_backend = std::strcmp(v, "backend") == 0, true);
-    else if (a == "--end")
-      ok = value(&v) && (std::strcmp(v, "finalize") == 0 || std::strcmp(v, "exit") == 0) &&
-           (o->end_exit = std::strcmp(v, "exit") == 0, true);
+    else if (a == "--fault-expect") ok = either("any", "backend", &o->fault_backend);
+    else if (a == "--end") ok = either("finalize", "exit", &o->end_exit);
     else if (a == "--stall-at") ok = whole(&u) && (o->stall_at = long(u), true);
     else if (a == "--no-p2p") o->point_to_point = false;
+    else if (a == "--reorder") ok = either("off", "on", &o->reorder);
     else if (a == "--list") o->list = true;
     else if (a == "--kinds") ok = value(&v) && names(v, static_cast<int>(Kind::count), kind_name, &o->kinds);
-    else if (a == "--wait-order")
-      ok = value(&v) && (std::strcmp(v, "own") == 0 || std::strcmp(v, "same") == 0) &&
-           (o->same_order = std::strcmp(v, "same") == 0, true);
+    else if (a == "--wait-order") ok = either("own", "same", &o->same_order);
     else if (a == "--strategies") ok = value(&v) && names(v, kStrategies, strategy_name, &o->strategies);
     else ok = false;
     if (!ok) {
@@ -170,6 +175,9 @@ struct Shared {
   int world_rank = 0, world_size = 1;
   std::string command;  // the command line, for the failure messages
   std::vector<Group> groups = std::vector<Group>(kStrategies);
+  Layout layout;          // every rank's place in each strategy, for the placements
+  Reordering reordering;
+  std::size_t mpi_chunk = 0;  // PGS_MPI_CHUNK_COUNT (0: unset), for the senders of receives from any source
   std::mutex report_mutex;
   int failures_printed = 0;
   std::atomic<long> failures{0};
@@ -301,15 +309,20 @@ class Monitor {
   }
 
   void begin(int slot, std::uint64_t seed, const Call &call, double bound, pg_strategy *abort_on_expiry = nullptr) {
+    begin(slot, seed, call.what(), call.trace_name(), call.trace_count(), bound, abort_on_expiry);
+  }
+  // A call that is not an operation (a destroy): what it is, and its name in the flight recorder.
+  void begin(int slot, std::uint64_t seed, const std::string &what, const char *trace_name, std::size_t trace_count,
+             double bound, pg_strategy *abort_on_expiry = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     Slot &s = slots_[slot];
     s.active = true;
     s.since = now();
     s.bound = bound;
     s.seed = seed;
-    s.what = call.what();
-    s.trace_name = call.trace_name();
-    s.trace_count = call.trace_count();
+    s.what = what;
+    s.trace_name = trace_name;
+    s.trace_count = trace_count;
     s.abort_on_expiry = abort_on_expiry;
     s.expired = false;
   }
@@ -365,14 +378,17 @@ std::vector<std::unique_ptr<Call>> &kept() {
   return *calls;
 }
 
+// The tag of the receive nobody sends to (the fault modes').
+constexpr int kNeverSent = 32001;
+
 class Runner {
  public:
-  Runner(Shared &sh, Monitor &monitor, int slot, std::uint64_t seed, const Limits &limits, const Sizes &sizes)
+  Runner(Shared &sh, Monitor &monitor, int slot, std::uint64_t seed, const Limits &limits, std::vector<Step> steps)
       : sh_(sh),
         monitor_(monitor),
         slot_(slot),
         seed_(seed),
-        program_(seed, sizes, limits),
+        steps_(std::move(steps)),
         local_(hash(seed, static_cast<std::uint64_t>(sh.world_rank), static_cast<std::uint64_t>(slot), 0x10ca1)),
         limits_(limits) {
     if (limits.fault_index >= 0) {
@@ -381,23 +397,28 @@ class Runner {
     }
   }
 
-  // Runs the program (in fault mode, up to the fault, where it ends).
+  // Runs this rank's steps (in fault mode, up to the fault, where it ends).
   void run() {
-    while (!program_.done()) {
-      const Op op = program_.next();
-      if (static_cast<long>(op.index) == limits_.fault_index) {
-        fault(op);
+    for (const Step &step : steps_) {
+      const Op &op = step.op;
+      if (!step.start) {
+        settle(step.anchor, step.works);
+      } else if (static_cast<long>(op.index) == limits_.fault_index) {
+        if (sh_.options.fault_destroy)
+          destroy_racing_abort(op);
+        else
+          fault(op);
         return;
+      } else {
+        if (static_cast<long>(op.index) == limits_.forced_index && sh_.world_rank == sh_.world_size - 1) {
+          std::fprintf(stderr, "[rank %d] stopping before %s (--stall-at)\n", sh_.world_rank, describe(op).c_str());
+          std::fflush(stderr);
+          sleep_for(3 * sh_.options.hang_bound + 30);
+        }
+        skew();
+        execute(op);
+        ++sh_.ops_run;
       }
-      if (static_cast<long>(op.index) == limits_.forced_index && sh_.world_rank == sh_.world_size - 1) {
-        std::fprintf(stderr, "[rank %d] stopping before %s (--stall-at)\n", sh_.world_rank, describe(op).c_str());
-        std::fflush(stderr);
-        sleep_for(3 * sh_.options.hang_bound + 30);
-      }
-      skew();
-      execute(op);
-      settle(op);
-      ++sh_.ops_run;
       if (told_) {
         end_all("survivor");
         return;
@@ -509,13 +530,13 @@ class Runner {
     return st;
   }
 
-  // Settles the outstanding operations `op` names, their works in a random
+  // Settles the outstanding operations `indices`, their works in a random
   // order of this rank's own (a later one first, at times), or with
-  // --wait-order same in one order every rank draws alike; after a collective
-  // work, every collective work started before it on its strategy must be
-  // finished too.
-  void settle(const Op &op) {
-    const std::vector<std::size_t> &indices = op.settle;
+  // --wait-order same in one order every rank draws alike (from the
+  // operation `anchor` they follow); after a collective work, every
+  // collective work started before it on its strategy must be finished too;
+  // a receive from any source must name its sender.
+  void settle(std::size_t anchor, const std::vector<std::size_t> &indices) {
     std::vector<std::pair<std::size_t, std::size_t>> works;  // (operation, work)
     for (std::size_t index : indices) {
       auto it = pending_.find(index);
@@ -528,7 +549,7 @@ class Runner {
       std::vector<std::pair<std::size_t, std::size_t>> all;
       for (std::size_t index : indices)
         for (std::size_t k = 0; k < 2; ++k) all.push_back({index, k});
-      Rng order(hash(seed_, op.index, 0x0bde, 0));
+      Rng order(hash(seed_, anchor, 0x0bde, 0));
       for (std::size_t k = all.size(); k > 1; --k) std::swap(all[k - 1], all[order.below(k)]);
       std::vector<std::pair<std::size_t, std::size_t>> mine;
       for (const auto &w : all)
@@ -558,6 +579,8 @@ class Runner {
       p.statuses[k] = wait(w, *p.call);
       p.settled[k] = true;
       if (p.collective && p.statuses[k] == PG_OK && !p.call->empty()) check_order(index, p.strategy, p.call->what());
+      const std::string source = p.statuses[k] == PG_OK ? p.call->check_source(w, sh_.mpi_chunk) : "";
+      if (!source.empty()) fail(sh_, seed_, "%s: %s", p.call->what().c_str(), source.c_str());
       const pg_status freed = pg_work_free(w);
       if (freed != PG_OK)
         fail(sh_, seed_, "%s: pg_work_free of finished work returned %s", p.call->what().c_str(), pg_status_name(freed));
@@ -593,6 +616,9 @@ class Runner {
   // Fault mode: this operation is where the drawn rank aborts (pg_strategy_abort)
   // and where its peers go on, into a collective it never joins.
   void fault(const Op &op);
+  // --fault-destroy: this operation is where every strategy is destroyed, a
+  // drawn rank of each group racing its destroy with its abort.
+  void destroy_racing_abort(const Op &op);
   // Fault mode: every strategy aborted, its works waited for, then destroyed
   // (local after an abort, never blocking); `who` for the messages.
   void end_all(const char *who);
@@ -617,7 +643,7 @@ class Runner {
   Monitor &monitor_;
   int slot_;
   std::uint64_t seed_;
-  Program program_;
+  std::vector<Step> steps_;
   Rng local_;  // this rank's own stream: skew, wait order and manner
   Limits limits_;
   std::map<std::size_t, Pending> pending_;
@@ -707,7 +733,7 @@ void Runner::fault(const Op &op) {
     const int peer = (me + 1) % sh_.world_size;
     static char never[8];
     pg_work *w = nullptr;
-    pg_status st = pg_irecv(s, never, sizeof never, PG_UINT8, peer, 32001, &w);
+    pg_status st = pg_irecv(s, never, sizeof never, PG_UINT8, peer, kNeverSent, &w);
     if (st != PG_OK) fail(sh_, seed_, "aborting rank: pg_irecv returned %s: %s", pg_status_name(st), pg_last_error());
     const double delay = local_.uniform() * 0.03;
     std::atomic<double> aborted_at{0};
@@ -791,19 +817,104 @@ void Runner::fault(const Op &op) {
   end_all("survivor");
 }
 
+// Every strategy destroyed, in the order of every rank, once every rank has
+// settled its works (a barrier on MPI_COMM_WORLD, which the library never
+// uses, then: an abort would end what a peer still has in flight). On each,
+// one rank of each group, drawn alike, races: its destroy on this thread and
+// pg_strategy_abort on a second one, in a drawn order, the second call up to
+// 5 ms after the first. A receive nobody sends to, posted first, keeps that
+// destroy from returning before the abort has begun (destroy completes
+// unfinished works first, and nothing but the abort ends that one): never is
+// a strategy aborted after its destroy. Its peers destroy as usual, and learn
+// of the abort. Every destroy must return within --fault-bound (else it is a
+// hang: the monitor ends the job): the racer's with PG_OK or PG_ERR_ABORTED
+// (its wait for the receive was aborted), its peers' with PG_OK; the receive
+// ends PG_ERR_ABORTED.
+void Runner::destroy_racing_abort(const Op &op) {
+  const Options &o = sh_.options;
+  std::vector<std::size_t> in_flight;
+  for (const auto &entry : pending_) in_flight.push_back(entry.first);
+  settle(op.index, in_flight);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (sh_.world_rank == 0) std::printf("destroy racing abort at operation %s\n", describe(op).c_str());
+  std::fflush(stdout);
+  Rng racers(seed_ ^ 0xde57);
+  for (int strategy = 0; strategy < kStrategies; ++strategy) {
+    Group &g = sh_.groups[static_cast<std::size_t>(strategy)];
+    const bool racing = racers.next() % static_cast<std::uint64_t>(g.size) == static_cast<std::uint64_t>(g.rank);
+    auto destroy = [&] {
+      monitor_.begin(slot_, seed_, std::string("pg_strategy_destroy of the ") + strategy_name(strategy) +
+                     (racing ? ", racing its abort" : ", a peer racing its own with its abort"), "destroy", 0,
+                     o.fault_bound);
+      const pg_status st = pg_strategy_destroy(g.s);
+      monitor_.end(slot_);
+      return st;
+    };
+    pg_status destroyed = PG_OK;
+    if (!racing) {
+      destroyed = destroy();
+      if (destroyed != PG_OK)
+        fail(sh_, seed_, "destroy of the %s while a peer races its own with its abort returned %s: %s",
+             strategy_name(strategy), pg_status_name(destroyed), pg_last_error());
+    } else {
+      static char never[kStrategies][8];
+      pg_work *receive = nullptr;
+      pg_status st = pg_irecv(g.s, never[strategy], sizeof never[strategy], PG_UINT8, (g.rank + 1) % g.size,
+                              kNeverSent, &receive);
+      if (st != PG_OK) fail(sh_, seed_, "racing rank: pg_irecv returned %s: %s", pg_status_name(st), pg_last_error());
+      // Drawn from the seed alone (this rank's stream moves with the waits' timing).
+      Rng race(hash(seed_, static_cast<std::uint64_t>(sh_.world_rank), 0xde57, static_cast<std::uint64_t>(strategy)));
+      const bool destroy_first = race.chance(50);
+      const double delay = race.uniform() * 5e-3;
+      pg_status aborted = PG_OK;
+      std::thread aborter([&] {
+        if (destroy_first) sleep_for(delay);
+        aborted = pg_strategy_abort(g.s);
+      });
+      if (!destroy_first) sleep_for(delay);
+      destroyed = destroy();
+      aborter.join();
+      std::printf("[rank %d] destroy of the %s raced its abort (%s first, the other %.1f ms later): %s\n",
+                  sh_.world_rank, strategy_name(strategy), destroy_first ? "destroy" : "abort", delay * 1e3,
+                  pg_status_name(destroyed));
+      if (aborted != PG_OK) fail(sh_, seed_, "racing rank: pg_strategy_abort returned %s", pg_status_name(aborted));
+      if (destroyed != PG_OK && destroyed != PG_ERR_ABORTED)
+        fail(sh_, seed_, "racing rank: destroy of the %s returned %s: %s", strategy_name(strategy),
+             pg_status_name(destroyed), pg_last_error());
+      if (receive) {
+        st = pg_work_wait(receive, o.fault_bound);
+        if (st != PG_ERR_ABORTED)
+          fail(sh_, seed_, "racing rank: the receive nobody sends to ended %s, expected PG_ERR_ABORTED",
+               pg_status_name(st));
+        if (st != PG_ERR_TIMEOUT) pg_work_free(receive);
+      }
+    }
+    g.s = nullptr;
+  }
+}
+
 // ---------------------------------------------------------------------------
 
 // --list: the program as every rank draws it, with the settling after each
-// operation (the counts a group runs depend on its size: not shown).
-void list_program(std::uint64_t seed, int slot, const Limits &limits, const Sizes &sizes) {
-  Program program(seed, sizes, limits);
-  while (!program.done()) {
-    const Op op = program.next();
+// operation (the counts a group runs depend on its size: not shown); with
+// reordering, each rank's placement of its point-to-point calls (which
+// settles them itself) and how many blocking ones come before a collective
+// that their peer starts first.
+void list_program(std::uint64_t seed, int slot, const std::vector<Op> &ops, const std::vector<std::vector<Step>> &steps,
+                  const Layout &layout, bool reorder) {
+  for (const Op &op : ops) {
     std::string settle;
     for (std::size_t index : op.settle) settle += " #" + std::to_string(index);
-    std::printf("thread %d seed %" PRIu64 " %s, %zu bytes, root draw %u%s%s\n", slot, seed, describe(op).c_str(),
-                op.bytes, op.root_draw, settle.empty() ? "" : "; then settle", settle.c_str());
+    const std::string tag = is_point_to_point(op.kind) ? ", tag " + std::to_string(op.tag) : "";
+    std::printf("thread %d seed %" PRIu64 " %s%s, %zu bytes, root draw %u%s%s\n", slot, seed, describe(op).c_str(),
+                tag.c_str(), op.bytes, op.root_draw, settle.empty() ? "" : "; then settle", settle.c_str());
   }
+  if (!reorder) return;
+  for (int r = 0; r < layout.ranks(); ++r)
+    std::printf("thread %d seed %" PRIu64 " rank %d: %s\n", slot, seed, r,
+                describe_placement(steps[static_cast<std::size_t>(r)], layout, r).c_str());
+  std::printf("thread %d seed %" PRIu64 ": %zu blocking point-to-point call(s) before a collective their peer starts first\n",
+              slot, seed, crossings(steps, layout));
 }
 
 std::string command_line(int argc, char **argv, int ranks) {
@@ -863,6 +974,9 @@ int run(int argc, char **argv) {
   if (o.backend == "table") {
     PG_TEST_STATUS(random_table_register(), PG_OK);
     backend = RANDOM_TABLE_NAME;
+  } else if (o.backend == "blocking") {
+    PG_TEST_STATUS(random_blocking_register(), PG_OK);
+    backend = RANDOM_BLOCKING_NAME;
   } else if (o.backend == "plain") {
     PG_TEST_STATUS(pg_test_register_plain(), PG_OK);
   }
@@ -881,23 +995,40 @@ int run(int argc, char **argv) {
   pg_strategy *duplicate = nullptr, *split = nullptr;
   PG_TEST_STATUS(pg_strategy_create_comm("cpu", backend, dup, &duplicate), PG_OK);
   // Two groups (even and odd ranks), each in reverse order of rank.
-  PG_TEST_STATUS(pg_strategy_split(world, sh.world_rank % 2, sh.world_size - sh.world_rank, &split), PG_OK);
+  const int color = sh.world_rank % 2;
+  PG_TEST_STATUS(pg_strategy_split(world, color, sh.world_size - sh.world_rank, &split), PG_OK);
   if (!duplicate || !split) {
     MPI_Finalize();
     return 1;
   }
-  for (auto [index, s] : {std::pair<int, pg_strategy *>{kWorld, world}, {kDuplicate, duplicate}, {kSplit, split}})
-    sh.groups[static_cast<std::size_t>(index)] = Group{s, pg_strategy_size(s), pg_strategy_rank(s)};
+  for (auto [index, s] : {std::pair<int, pg_strategy *>{kWorld, world}, {kDuplicate, duplicate}, {kSplit, split}}) {
+    const Group g{s, pg_strategy_size(s), pg_strategy_rank(s)};
+    sh.groups[static_cast<std::size_t>(index)] = g;
+    // Every rank's place in it: each rank draws every rank's placement.
+    const int mine[2] = {index == kSplit ? color : 0, g.rank};
+    std::vector<int> every(2 * static_cast<std::size_t>(sh.world_size));
+    MPI_Allgather(mine, 2, MPI_INT, every.data(), 2, MPI_INT, MPI_COMM_WORLD);
+    sh.layout.group.emplace_back();
+    sh.layout.rank.emplace_back();
+    for (std::size_t q = 0; q < every.size(); q += 2) {
+      sh.layout.group.back().push_back(every[q]);
+      sh.layout.rank.back().push_back(every[q + 1]);
+    }
+  }
+  sh.reordering.on = o.reorder;
+  // mpi receives from any source, and so do the backends whose point-to-point it serves (pg_strategy.h).
+  sh.reordering.any_source = o.backend == "mpi" || o.backend == "fairring" || o.backend == "gloo" || o.backend == "plain";
 
   Sizes sizes = Sizes::from_environment(o.max_bytes, sh.world_size);
   sizes.large_percent = o.large_percent;
+  sh.mpi_chunk = sizes.mpi_chunk;
   if (root) {
     char text[2048] = "";
     pg_strategy_describe(world, text, sizeof text);
     std::printf("test_random: backend %s, %d ranks, %zu ops per program, %d thread(s), first seed %" PRIu64
-                "%s\n  %s\n  %s\n",
-                o.backend.c_str(), sh.world_size, o.ops, o.threads, o.seed, o.fault ? ", fault mode" : "",
-                sizes.describe().c_str(), text);
+                ", reordering %s%s\n  %s\n  %s\n",
+                o.backend.c_str(), sh.world_size, o.ops, o.threads, o.seed, o.reorder ? "on" : "off",
+                o.fault_destroy ? ", destroy racing abort" : o.fault ? ", fault mode" : "", sizes.describe().c_str(), text);
     std::fflush(stdout);
   }
 
@@ -916,6 +1047,7 @@ int run(int argc, char **argv) {
         limits.point_to_point = o.point_to_point;
         limits.ranks = sh.world_size;
         limits.kinds = o.kinds;
+        limits.shared_tags = o.reorder;
         if (o.threads == 1)
           limits.strategies = o.strategies.empty() ? std::vector<int>{kWorld, kDuplicate, kSplit} : o.strategies;
         else
@@ -923,17 +1055,19 @@ int run(int argc, char **argv) {
         const std::uint64_t thread_seed = slot == 0 ? seed : hash(seed, 0x7ead, std::uint64_t(slot), 0);
         Rng draw(thread_seed ^ 0xfa17);
         draw.next();  // the aborting rank's draw (Runner::fault)
-        limits.fault_any = o.fault_late;
+        limits.fault_any = o.fault_late || o.fault_destroy;
         if (o.fault) limits.fault_index = static_cast<long>(o.ops / 4 + draw.below(o.ops - o.ops / 4));
         // The operation above 2 GiB and the stalled one run on the world: the
         // first thread's.
         if (o.big && slot == 0) limits.big_index = static_cast<long>(draw.below(o.ops));
         if (o.stall_at >= 0 && slot == 0) limits.forced_index = o.stall_at;
+        const std::vector<Op> ops = draw_program(thread_seed, sizes, limits);
+        std::vector<std::vector<Step>> steps = schedule(ops, limits, sh.layout, thread_seed, sh.reordering);
         if (o.list) {
-          if (root) list_program(thread_seed, slot, limits, sizes);
+          if (root) list_program(thread_seed, slot, ops, steps, sh.layout, o.reorder);
           return;
         }
-        Runner runner(sh, monitor, slot, thread_seed, limits, sizes);
+        Runner runner(sh, monitor, slot, thread_seed, limits, std::move(steps[static_cast<std::size_t>(sh.world_rank)]));
         runner.run();
       };
       for (int t = 1; t < o.threads; ++t) threads.emplace_back(program, t);
