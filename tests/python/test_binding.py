@@ -8,6 +8,9 @@ test (a hang is a failure, never a CTest timeout).
              receives: the dropped sends finish in the background
   future     a DDP step whose peer never comes fails at the group's timeout
              (2 s) with DistBackendError, and errored() says so
+  expired    an all_gather into a list whose future failed at the group's
+             timeout (1 s) while rank 1 is 3 s late: a wait of 1.5 s times
+             out, a second wait finishes it, and the copies into the list ran
   late       rank 0 aborts with an irecv of 16 MiB posted that rank 1 sends
              to just before: the buffer MPI then fills is still the
              receive's, never memory torch has handed out again
@@ -77,6 +80,34 @@ def future(c):
     # Rank 1 never takes the step; once rank 0 has seen the timeout the pair is given up on both.
     dist.barrier()
     pgstrategy_torch.abort(group)
+    dist.destroy_process_group(group)
+
+
+def expired(c):
+    group = pair(seconds=1)
+    n = 3
+    mine = torch.arange(n, dtype=torch.float32) + 10 * rank
+    got = [torch.zeros(n) for _ in range(2)]  # a list: gathered into one buffer, copied out once finished
+    expected = [torch.arange(n, dtype=torch.float32) + 10 * r for r in range(2)]
+    if rank == 0:
+        work = dist.all_gather(got, mine, group=group, async_op=True)
+        future = work.get_future()  # watched from now on: it fails at the group's timeout
+        c.raises(lambda: work.wait(datetime.timedelta(seconds=1.5)), "timed out", "the first wait, rank 1 late")
+        c.check(future.done(), "the future failed at the group's timeout (1 s)")
+        began = time.monotonic()
+        try:
+            outcome = work.wait(datetime.timedelta(seconds=30))
+        except Exception as error:  # noqa: BLE001 - reported
+            outcome = error
+        c.check(outcome is True, f"the second wait finishes the work once rank 1 joins: {outcome!r}")
+        c.check(time.monotonic() - began < 10, f"the second wait: {time.monotonic() - began:.2f} s")
+        c.check(work.is_success() and work.exception() is None,
+                f"the work succeeded: is_success {work.is_success()}, exception {work.exception()!r}")
+    else:
+        time.sleep(3)
+        dist.all_gather(got, mine, group=group)
+    for r in range(2):
+        c.equal(got[r], expected[r], f"rank {r}'s block, copied into the list")
     dist.destroy_process_group(group)
 
 
@@ -190,8 +221,8 @@ def detail(c):
     dist.destroy_process_group(group)
 
 
-PARTS = {"dropped": dropped, "future": future, "late": late, "splits": splits, "threads": threads,
-         "split": split, "coalesce": coalesce, "detail": detail}
+PARTS = {"dropped": dropped, "future": future, "expired": expired, "late": late, "splits": splits,
+         "threads": threads, "split": split, "coalesce": coalesce, "detail": detail}
 
 
 for name in sys.argv[1:] or [p for p in PARTS if p != "detail"]:

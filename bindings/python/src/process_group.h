@@ -127,9 +127,21 @@ struct Operation {
   std::vector<std::function<void()>> finish;
 };
 
+// A wait holds the group's mutex for a slice at a time, so that another
+// thread can post the operation its peer waits for (an isend for an irecv).
+constexpr double kWaitSlice_s = 0.002;
+
+// `timeout` from now; torch's timeouts may be "forever" (milliseconds::max()).
+std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout);
+
 // A started operation. wait(timeout) waits through pg_work_wait with that
 // timeout (the group's when torch gives none) and raises a DistBackendError
-// when it runs out; the work stays valid and can be waited for again.
+// when it runs out; the work stays valid and can be waited for again. Its
+// future is set once: with the outcome, or with a timeout at the operation's
+// timeout (the completion thread, once the future was asked for). Such a work
+// too stays valid: a later wait or isCompleted asks the library, and once the
+// work finishes its copies run; wait, isSuccess and exception then give its
+// own outcome.
 class Work final : public c10d::Work {
  public:
   // A CPU work started with the library (pending) or an operation that is
@@ -150,8 +162,9 @@ class Work final : public c10d::Work {
   // Tests once without blocking (the completion thread, isCompleted): true
   // once finished and its future set.
   bool poll();
-  // The completion thread: past its timeout, the future fails (the group
-  // records the error); the work itself stays valid. True when it did.
+  // The completion thread: past its timeout, an unfinished work's future
+  // fails (the group records the error); the work itself stays valid. True
+  // when it did.
   bool expire_if_overdue(std::chrono::steady_clock::time_point now);
 
  private:
@@ -168,11 +181,13 @@ class Work final : public c10d::Work {
   std::shared_ptr<Comm> comm_;
   pg_work *pending_ = nullptr;  // under comm_->mutex
   Operation op_;
-  bool finished_ = false;       // under comm_->mutex
-  int source_ = -1;             // a finished receive's sender
+  // Set once, by settle (under comm_->mutex) after error_ and source_, which
+  // nothing writes again: a thread that sees it set reads them without a lock.
+  std::atomic<bool> finished_{false};
+  std::exception_ptr error_;    // the work's own failure (settle)
+  int source_ = -1;             // a finished receive's sender (settle)
   std::chrono::steady_clock::time_point deadline_;  // the future fails after it
-  std::atomic<bool> published_{false};
-  std::exception_ptr error_;
+  std::atomic<bool> published_{false};  // the future is set, or being set (once)
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
