@@ -39,7 +39,7 @@ namespace pgstrategy_torch {
 // The communicator of one torch group and its strategies, made on first use
 // of each device type (creation is collective: every rank of a torch group
 // uses its devices in the same order). Shared by the backend and its works.
-class Comm {
+class Comm : public std::enable_shared_from_this<Comm> {
  public:
   // `ranks`: the group's ranks in MPI_COMM_WORLD, in group order (empty: the
   // world). `backend`: the pgstrategy backend, "" for PGS_BACKEND, then the
@@ -87,11 +87,18 @@ class Comm {
   // calls it in the same order (FSDP2 does), and the ranks agree whether the
   // pool must grow, since each frees its tensors when it drops them. Where
   // pg_mem_alloc fails (on every rank: the node's shared memory is full), an
-  // ordinary tensor, with a warning.
+  // ordinary tensor, with a warning. A size whose bytes overflow raises at
+  // once, before any collective.
   at::Tensor allocate_tensor(int64_t elements, const at::TensorOptions &options);
 
  private:
   pg_strategy *create(const std::string &device);
+  // Whether any rank's pool must grow: a MAX allreduce of `grow` on the CPU
+  // strategy, in the order of the group's other collectives (pg_mem_alloc,
+  // which follows it, is one too). A wait like a work's: a slice at a time,
+  // ended by an abort (this rank's or, PG_ERR_BACKEND, a peer's) or by the
+  // group's timeout, each of which raises and is the group's error.
+  bool any_rank_grows(bool grow);
 
   MPI_Comm comm_ = MPI_COMM_NULL;  // MPI_COMM_WORLD, or the group's own (freed at close)
   std::string backend_;
@@ -104,7 +111,6 @@ class Comm {
   pg_strategy *cuda_ = nullptr;
   c10::DeviceIndex cuda_index_ = -1;
   bool closed_ = false;
-  MPI_Comm agree_ = MPI_COMM_NULL;  // allocate_tensor's agreement: a duplicate of comm_
   std::shared_ptr<TensorPool> pool_;
   std::mutex handles_;             // the strategy pointers, for abort
   mutable std::mutex error_mutex_;
@@ -254,7 +260,7 @@ class ProcessGroup final : public c10d::Backend {
   // FSDP2's staging buffers from the group (set_allocate_memory_from_process_group):
   // CPU tensors in pg_mem_alloc memory, read in place by fairring
   // (Comm::allocate_tensor). Not for a GPU (device index >= 0), nor below
-  // MPI_THREAD_MULTIPLE (the ranks' agreement runs beside the library's threads).
+  // MPI_THREAD_MULTIPLE (the level the library asks for, the only one tested).
   bool supportsTensorAlloc(c10::DeviceIndex device_index) override;
   at::Tensor allocateTensor(long size, at::TensorOptions options) override;
   // The first failure's message ("" when none): what errored() reports.
