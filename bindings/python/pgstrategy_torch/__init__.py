@@ -174,8 +174,12 @@ def abort(group=None):
     """Aborts a pgstrategy group on this rank, from any thread (``group.abort()``
     does the same): calls in flight on it raise within a fraction of a second,
     later calls raise, and ``destroy_process_group(group)`` frees what is local
-    without waiting for peers. Peers are not told; each stops at its own abort or
-    timeout (torchft's ``abort``)."""
+    without waiting for peers (torchft's ``abort``). The peers are told: a peer's
+    call on the group, the one it waits in or its next, raises naming this
+    rank's abort, and its destroy is then local too. A peer on this node learns
+    within a fraction of a second; one on another node once MPI delivers the
+    notice, sent at once at MPI_THREAD_MULTIPLE (which the library asks for),
+    else at this rank's destroy (docs/errors.md, "When a peer fails or aborts")."""
     (group if group is not None else dist.group.WORLD).abort()
 
 

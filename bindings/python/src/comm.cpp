@@ -98,6 +98,7 @@ pg_strategy *Comm::strategy(const c10::Device &device) {
       std::lock_guard<std::mutex> handles(handles_);
       cuda_ = cuda;
       cuda_index_ = index;
+      if (aborted_) pg_strategy_abort(cuda);  // an abort came while it was made: it is aborted too
     } else if (index != cuda_index_) {
       raise(c10::str("pgstrategy: a group runs on one GPU per process, cuda:", static_cast<int>(cuda_index_),
                      " here; got a tensor on cuda:", static_cast<int>(index)));
@@ -111,7 +112,13 @@ void Comm::close() {
   if (closed_) return;
   closed_ = true;
   // The handle stays where abort() finds it while destroy waits for the
-  // peers: an abort from another thread ends that wait.
+  // peers: an abort from another thread ends that wait (the library allows an
+  // abort during a destroy). Once destroy has returned the handle is freed:
+  // it leaves its slot before anything else, so a later abort() finds nothing
+  // there, and after an abort that came first abort() calls the library no
+  // more. Left open: the group's first abort taking handles_ in the instant
+  // between destroy's return and the clear below; only the library can close
+  // it (an abort whose handle outlives the strategy).
   const auto destroy = [this](pg_strategy **slot) {
     pg_strategy *s = nullptr;
     {
@@ -148,9 +155,9 @@ void Comm::close_at_exit() {
 }
 
 void Comm::abort(const char *why) {
-  aborted_ = true;
   record_error(why);
   std::lock_guard<std::mutex> handles(handles_);
+  if (aborted_.exchange(true)) return;  // each handle is aborted once (a second abort does nothing)
   for (pg_strategy *s : {cpu_, cuda_})
     if (s) pg_strategy_abort(s);
 }

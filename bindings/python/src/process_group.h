@@ -68,7 +68,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
   // pg_strategy_abort of the strategies, from any thread and without `mutex`
   // (a thread waiting for a work holds it, and so may a destroy waiting for
   // its peers): the waits end with PG_ERR_ABORTED, and `why` is the group's
-  // error. No strategy is made after.
+  // error. The first call aborts; later ones only record. No strategy is
+  // made after.
   void abort(const char *why = "pgstrategy: the group was aborted (ProcessGroup.abort)");
   // The library works started and not yet freed (under `mutex`).
   void started(pg_work *w) { unfinished_.push_back(w); }
@@ -104,8 +105,10 @@ class Comm : public std::enable_shared_from_this<Comm> {
   std::string backend_;
   std::chrono::milliseconds timeout_;
   std::vector<pg_work *> unfinished_;  // under `mutex`
-  std::atomic<bool> aborted_{false};
+  std::atomic<bool> aborted_{false};   // set under `handles_`
   // Written under `mutex` and `handles_`, read by abort under `handles_` alone.
+  // A handle leaves its slot (under `handles_`) as soon as its destroy has
+  // returned (close); abort() calls the library once per handle at most.
   pg_strategy *cpu_ = nullptr;
   std::string no_cpu_;             // why there is no CPU strategy (a CUDA-only backend)
   pg_strategy *cuda_ = nullptr;
@@ -250,7 +253,8 @@ class ProcessGroup final : public c10d::Backend {
   void shutdown() override;
   // ProcessGroup.abort (torchft's abort): pg_strategy_abort of the group's
   // strategies from any thread; calls in flight raise, later ones too, and
-  // shutdown frees what is local. Peers are not told.
+  // shutdown frees what is local. The peers learn of it (docs/errors.md): their
+  // calls on the group raise, naming this rank.
   void abort() override;
   // COMM_ERROR once an operation failed or the group was aborted.
   c10d::ErrorType getError() override;
