@@ -129,7 +129,8 @@ if [ "$launcher" = mpiexec ]; then
     >"$out/mpiexec.out" 2>&1 &
   launcher_pid=$!
 elif [ "$launcher" = copies ]; then
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  . "$(dirname "${BASH_SOURCE[0]}")/../common/held_port.sh"
+  port=$(held_port) # held until rank 0 listens on it
   for ((r = 0; r < n; ++r)); do
     env "${common[@]}" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" WORLD_SIZE="$n" RANK="$r" LOCAL_RANK="$r" \
       LOCAL_WORLD_SIZE="$n" PGS_BOOTSTRAP_TIMEOUT=60 PGS_BOOTSTRAP_EXIT_TIMEOUT=60 "${extra[@]}" \

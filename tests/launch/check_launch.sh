@@ -20,9 +20,8 @@ skip() { echo "SKIP: $*"; exit 77; }
 ok() { echo "ok: $*"; }
 bad() { echo "FAILED: $*"; failed=1; }
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# held_port: a port for a listener started next, held until this script ends.
+. "$(dirname "${BASH_SOURCE[0]}")/../common/held_port.sh"
 
 # copies N CMD...: N plain copies of CMD, as a Kubernetes job or a shell loop
 # starts them; ENV_ALL (assignments) for every copy, ENV_<r> for copy r (an
@@ -33,7 +32,7 @@ declare -a rc
 copies() {
   local n=$1
   shift
-  local port=${PORT:-$(free_port)}
+  local port=${PORT:-$(held_port)}
   local start=$SECONDS pids=()
   for ((r = 0; r < n; ++r)); do
     local own="ENV_$r"
@@ -92,13 +91,14 @@ needs_torch() {
   [ -n "$PYTHON" ] || skip "the build found no torch (scripts/setup-python.sh makes a venv with it)"
 }
 
-torchrun() { # NPROC ARGS...: torchrun on this host, its own free port
+torchrun() { # NPROC ARGS...: torchrun on this host; its agent's store listens on a
+  # port the system gives it (one node, no --master-port: torch's c10d rendezvous
+  # at localhost:0), which the workers get as MASTER_PORT
   local n=$1
   shift
   local start=$SECONDS
   env PYTHONPATH="$BUILD_PYTHONPATH" OMP_NUM_THREADS=1 timeout 300 "$PYTHON" -m torch.distributed.run \
-    --nnodes 1 --nproc-per-node "$n" --master-addr 127.0.0.1 --master-port "$(free_port)" "$@" \
-    >"$out/torchrun.out" 2>&1
+    --nnodes 1 --nproc-per-node "$n" "$@" >"$out/torchrun.out" 2>&1
   rc[0]=$?
   elapsed=$((SECONDS - start))
   cat "$out/torchrun.out"
@@ -108,7 +108,7 @@ lightning() { # PYTHONPATH ARGS...
   local path=$1
   shift
   local start=$SECONDS
-  env PYTHONPATH="$path" MASTER_PORT="$(free_port)" OMP_NUM_THREADS=1 $MPI4PY_ENV timeout 300 "$PYTHON" \
+  env PYTHONPATH="$path" MASTER_PORT="$(held_port)" OMP_NUM_THREADS=1 $MPI4PY_ENV timeout 300 "$PYTHON" \
     "$SCRIPTS/lightning_job.py" "$@" >"$out/lightning.out" 2>&1
   rc[0]=$?
   elapsed=$((SECONDS - start))
@@ -172,10 +172,12 @@ case $case_name in
     expect_fast 15 "no hang" ;;
   port_in_use)
     needs_bootstrap
-    PORT=$(free_port)
-    python3 -c "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $PORT)); s.listen(); time.sleep(30)" &
+    # Another program listens on the port (it took one of the system's choosing).
+    python3 -c "import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(30)" >"$out/listener" &
     holder=$!
-    sleep 0.5
+    while [ ! -s "$out/listener" ]; do sleep 0.05; done
+    PORT=$(cat "$out/listener")
     ENV_ALL="PGS_BOOTSTRAP_TIMEOUT=3" PORT=$PORT copies 2 "$LAUNCH_JOB"
     kill $holder
     expect "$out/copy0.out" "MASTER_ADDR:MASTER_PORT=127.0.0.1:$PORT: the port $PORT is already in use" "rank 0 names the port in use"
@@ -183,6 +185,21 @@ case $case_name in
       "rank 1 says what answered is not the rendezvous"
     expect_rc 0 1 "rank 0 fails"
     expect_rc 1 1 "rank 1 fails" ;;
+  held_port)
+    needs_bootstrap
+    # The port handed to the copies stays this script's until rank 0 listens on
+    # it: another process's bind of it fails meanwhile, and the job runs on it.
+    PORT=$(held_port)
+    if python3 -c "import socket; socket.socket().bind(('127.0.0.1', $PORT))" 2>"$out/bind.err"; then
+      bad "another process bound port $PORT, handed to the copies, before they started"
+    else
+      ok "port $PORT stays held until rank 0 listens: $(tail -n 1 "$out/bind.err")"
+    fi
+    PORT=$PORT copies 2 "$LAUNCH_JOB"
+    for r in 0 1; do
+      expect_rc $r 0 "copy $r"
+      expect "$out/copy$r.out" "rank $r of 2, node 0 of 1, backend mpi: OK" "copy $r runs on the held port"
+    done ;;
   size_mismatch)
     needs_bootstrap
     ENV_ALL="PGS_BOOTSTRAP_TIMEOUT=5" ENV_1="WORLD_SIZE=3" copies 2 "$LAUNCH_JOB"
@@ -247,7 +264,7 @@ case $case_name in
     needs_bootstrap
     # Garbage, a silent connection and an oversized frame at the rendezvous
     # while the job gathers: each dropped and logged, and the job still forms.
-    PORT=$(free_port)
+    PORT=$(held_port)
     (
       sleep 1
       python3 - "$PORT" <<'PY'
@@ -350,7 +367,7 @@ PY
     torchrun 3 --no-python "$LAUNCH_JOB"
     expect_rc 0 0 "torchrun --no-python succeeds (through the agent's store)"
     for r in 0 1 2; do expect "$out/torchrun.out" "launch_job: rank $r of 3, node 0 of 1, backend mpi: OK" "rank $r"; done
-    PGS_BOOTSTRAP_ADDR=127.0.0.1:$(free_port) torchrun 2 --no-python "$LAUNCH_JOB"
+    PGS_BOOTSTRAP_ADDR=127.0.0.1:$(held_port) torchrun 2 --no-python "$LAUNCH_JOB"
     expect_rc 0 0 "torchrun --no-python succeeds (PGS_BOOTSTRAP_ADDR)"
     for r in 0 1; do expect "$out/torchrun.out" "launch_job: rank $r of 2, node 0 of 1, backend mpi: OK" "rank $r"; done ;;
   torchrun_bundled)

@@ -7,6 +7,9 @@ buffers from the group (set_allocate_memory_from_process_group_for_comm).
            recorder's "shared": "send,recv"); a freed tensor's buffer serves
            the next of its size; rank 0 keeps a tensor that rank 1 frees, and
            the next allocation still matches on both (they agree to grow)
+  too_big  a size whose bytes overflow (2^62 float64 elements) or a negative
+           one raises, naming the values, on every rank and before any
+           collective
   fsdp2    FSDP2 with the group's memory trains as test_fsdp.py's reference
            says (1e-9), and its all-gathers and reduce-scatters read the
            group's buffers in place
@@ -60,6 +63,14 @@ def direct(c):
     c.equal(u, torch.full((N,), float(size * (size - 1) // 2)), "all_reduce after the ranks freed differently")
 
 
+def too_big(c):
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    c.raises(lambda: backend.allocate_tensor(1 << 62, dtype=torch.float64, device=torch.device("cpu")),
+             "4611686018427387904 elements of 8 bytes", "allocate_tensor of 2^62 float64 elements")
+    c.raises(lambda: backend.allocate_tensor(-1, dtype=torch.float32, device=torch.device("cpu")),
+             "-1 elements", "allocate_tensor of -1 elements")
+
+
 def fsdp2(c):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -86,6 +97,7 @@ def fsdp2(c):
 
 
 c.run(direct)
+c.run(too_big)
 c.run(fsdp2)
 gc.collect()  # FSDP2's modules hold their buffers in reference cycles
 pgstrategy_torch.dump_trace()

@@ -8,6 +8,14 @@ test (a hang is a failure, never a CTest timeout).
              receives: the dropped sends finish in the background
   future     a DDP step whose peer never comes fails at the group's timeout
              (2 s) with DistBackendError, and errored() says so
+  expired    an all_gather into a list whose future failed at the group's
+             timeout (1 s) while rank 1 is 3 s late: a wait of 1.5 s times
+             out, a second wait finishes it, and the copies into the list ran
+  alloc      allocate_tensor's agreement: rank 1's call, waiting for rank 0,
+             raises naming rank 0's abort (0.5 s later) within 5 s, and rank
+             0's own call after it raises; on another pair, rank 1's call that
+             rank 0 never joins ends within 1 s of rank 1's own abort from
+             another thread
   late       rank 0 aborts with an irecv of 16 MiB posted that rank 1 sends
              to just before: the buffer MPI then fills is still the
              receive's, never memory torch has handed out again
@@ -75,6 +83,80 @@ def future(c):
         error = pgstrategy_torch.errored(group)
         c.check(error is not None and "timed out" in str(error), f"errored() after the timeout: {error!r}")
     # Rank 1 never takes the step; once rank 0 has seen the timeout the pair is given up on both.
+    dist.barrier()
+    pgstrategy_torch.abort(group)
+    dist.destroy_process_group(group)
+
+
+def expired(c):
+    group = pair(seconds=1)
+    n = 3
+    mine = torch.arange(n, dtype=torch.float32) + 10 * rank
+    got = [torch.zeros(n) for _ in range(2)]  # a list: gathered into one buffer, copied out once finished
+    expected = [torch.arange(n, dtype=torch.float32) + 10 * r for r in range(2)]
+    if rank == 0:
+        work = dist.all_gather(got, mine, group=group, async_op=True)
+        future = work.get_future()  # watched from now on: it fails at the group's timeout
+        c.raises(lambda: work.wait(datetime.timedelta(seconds=1.5)), "timed out", "the first wait, rank 1 late")
+        c.check(future.done(), "the future failed at the group's timeout (1 s)")
+        began = time.monotonic()
+        try:
+            outcome = work.wait(datetime.timedelta(seconds=30))
+        except Exception as error:  # noqa: BLE001 - reported
+            outcome = error
+        c.check(outcome is True, f"the second wait finishes the work once rank 1 joins: {outcome!r}")
+        c.check(time.monotonic() - began < 10, f"the second wait: {time.monotonic() - began:.2f} s")
+        c.check(work.is_success() and work.exception() is None,
+                f"the work succeeded: is_success {work.is_success()}, exception {work.exception()!r}")
+    else:
+        time.sleep(3)
+        dist.all_gather(got, mine, group=group)
+    for r in range(2):
+        c.equal(got[r], expected[r], f"rank {r}'s block, copied into the list")
+    dist.destroy_process_group(group)
+
+
+def alloc(c):
+    n = 1 << 10
+    cpu = torch.device("cpu")
+    # A peer aborts while this rank waits for it: its own call raises, this rank's call learns of it.
+    group = pair()
+    backend = group._get_backend(cpu)
+    first = backend.allocate_tensor(n, dtype=torch.float32, device=cpu)  # both: the pool grows together
+    if rank == 0:
+        time.sleep(0.5)
+        pgstrategy_torch.abort(group)
+        c.raises(lambda: backend.allocate_tensor(n, dtype=torch.float32, device=cpu), "abort",
+                 "allocate_tensor after this rank's abort")
+    else:
+        began = time.monotonic()
+        c.raises(lambda: backend.allocate_tensor(n, dtype=torch.float32, device=cpu), "rank 0 aborted",
+                 "allocate_tensor whose peer aborted")
+        c.check(time.monotonic() - began < 5, f"the peer's abort ends it: {time.monotonic() - began:.2f} s")
+    del first
+    dist.barrier()
+    pgstrategy_torch.abort(group)
+    dist.destroy_process_group(group)
+    # Rank 0 never joins: rank 1's call ends at its own abort from another thread.
+    group = pair()
+    backend = group._get_backend(cpu)
+    first = backend.allocate_tensor(n, dtype=torch.float32, device=cpu)
+    if rank == 1:
+        aborted_at = []
+
+        def abort_later():
+            time.sleep(0.5)
+            aborted_at.append(time.monotonic())
+            pgstrategy_torch.abort(group)
+
+        thread = threading.Thread(target=abort_later)
+        thread.start()
+        c.raises(lambda: backend.allocate_tensor(n, dtype=torch.float32, device=cpu), "abort",
+                 "allocate_tensor that rank 0 never joins, aborted")
+        returned = time.monotonic()
+        thread.join()
+        c.check(returned - aborted_at[0] < 1.0, f"within 1 s of the abort: {returned - aborted_at[0]:.3f} s")
+    del first
     dist.barrier()
     pgstrategy_torch.abort(group)
     dist.destroy_process_group(group)
@@ -190,8 +272,8 @@ def detail(c):
     dist.destroy_process_group(group)
 
 
-PARTS = {"dropped": dropped, "future": future, "late": late, "splits": splits, "threads": threads,
-         "split": split, "coalesce": coalesce, "detail": detail}
+PARTS = {"dropped": dropped, "future": future, "expired": expired, "alloc": alloc, "late": late, "splits": splits,
+         "threads": threads, "split": split, "coalesce": coalesce, "detail": detail}
 
 
 for name in sys.argv[1:] or [p for p in PARTS if p != "detail"]:

@@ -80,6 +80,8 @@ def _create(opts, options):
         )
     # Without an MPI launcher, the first group brings MPI up, meeting at torch's Store.
     _launch.bring_up(opts.store, opts.group_rank, opts.group_size, _default_group_size(opts))
+    global _held_store
+    _held_store = None  # torch's store (opts.store) holds mpi_env's server from now on
     return _C.ProcessGroup(
         opts.group_rank, opts.group_size, list(opts.global_ranks_in_group), options.backend, opts.timeout
     )
@@ -114,22 +116,40 @@ def register():
 _RENDEZVOUS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
+# The TCP store mpi_env opened on rank 0, on a port the system chose: held until
+# the backend's first group exists, whose store (made on rank 0 by torch with
+# multi_tenant=True, at that port) then shares its server.
+_held_store = None
+
+
+def _rendezvous_of_rank0():
+    """Rank 0's "host port" for mpi_env: MASTER_PORT when set, else a store of its own."""
+    global _held_store
+    port = os.environ.get("MASTER_PORT")
+    if not port:
+        # Port 0: the listener takes the port, so no process can take it between
+        # a pick and torch's bind (EADDRINUSE under load).
+        _held_store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, multi_tenant=True)
+        port = _held_store.port
+    return f"{socket.gethostname()} {port}"
+
+
 def mpi_env():
     """Set torch's rendezvous variables from the MPI job, for a script started by mpiexec or srun.
 
     ``init_process_group`` meets its peers through a TCP store named by
     ``MASTER_ADDR``/``MASTER_PORT`` and needs ``RANK`` and ``WORLD_SIZE``
     (torchrun sets them; MPI launchers do not). This sets each of them that is
-    unset: the ranks from MPI, and the host and a free port of rank 0
-    (127.0.0.1 when the job is on one node). Collective over MPI_COMM_WORLD.
-    Returns the values.
+    unset: the ranks from MPI, and rank 0's host (127.0.0.1 when the job is on
+    one node) and port: rank 0's MASTER_PORT when it is set, else the port of a
+    TCP store rank 0 opens here on a port the system chooses, which torch's
+    store on rank 0 then shares (``TCPStore(multi_tenant=True)``, as
+    ``init_process_group`` makes it). Collective over MPI_COMM_WORLD. Returns
+    the values.
     """
     if all(os.environ.get(name) for name in _RENDEZVOUS):
         return {name: os.environ[name] for name in _RENDEZVOUS}
-    with socket.socket() as s:
-        s.bind(("", 0))
-        port = s.getsockname()[1]
-    rank, size, local_rank, local_size, root = _C.mpi_job(f"{socket.gethostname()} {port}")
+    rank, size, local_rank, local_size, root = _C.mpi_job(_rendezvous_of_rank0)
     host, port = root.split(" ")
     values = {
         "RANK": rank,
@@ -174,8 +194,12 @@ def abort(group=None):
     """Aborts a pgstrategy group on this rank, from any thread (``group.abort()``
     does the same): calls in flight on it raise within a fraction of a second,
     later calls raise, and ``destroy_process_group(group)`` frees what is local
-    without waiting for peers. Peers are not told; each stops at its own abort or
-    timeout (torchft's ``abort``)."""
+    without waiting for peers (torchft's ``abort``). The peers are told: a peer's
+    call on the group, the one it waits in or its next, raises naming this
+    rank's abort, and its destroy is then local too. A peer on this node learns
+    within a fraction of a second; one on another node once MPI delivers the
+    notice, sent at once at MPI_THREAD_MULTIPLE (which the library asks for),
+    else at this rank's destroy (docs/errors.md, "When a peer fails or aborts")."""
     (group if group is not None else dist.group.WORLD).abort()
 
 

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 
+#include "completion.h"
 #include "errors.h"
 #include "process_group.h"
 
@@ -95,6 +98,7 @@ pg_strategy *Comm::strategy(const c10::Device &device) {
       std::lock_guard<std::mutex> handles(handles_);
       cuda_ = cuda;
       cuda_index_ = index;
+      if (aborted_) pg_strategy_abort(cuda);  // an abort came while it was made: it is aborted too
     } else if (index != cuda_index_) {
       raise(c10::str("pgstrategy: a group runs on one GPU per process, cuda:", static_cast<int>(cuda_index_),
                      " here; got a tensor on cuda:", static_cast<int>(index)));
@@ -108,7 +112,13 @@ void Comm::close() {
   if (closed_) return;
   closed_ = true;
   // The handle stays where abort() finds it while destroy waits for the
-  // peers: an abort from another thread ends that wait.
+  // peers: an abort from another thread ends that wait (the library allows an
+  // abort during a destroy). Once destroy has returned the handle is freed:
+  // it leaves its slot before anything else, so a later abort() finds nothing
+  // there, and after an abort that came first abort() calls the library no
+  // more. Left open: the group's first abort taking handles_ in the instant
+  // between destroy's return and the clear below; only the library can close
+  // it (an abort whose handle outlives the strategy).
   const auto destroy = [this](pg_strategy **slot) {
     pg_strategy *s = nullptr;
     {
@@ -129,7 +139,6 @@ void Comm::close() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  if (agree_ != MPI_COMM_NULL) MPI_Comm_free(&agree_);
   if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
@@ -146,9 +155,9 @@ void Comm::close_at_exit() {
 }
 
 void Comm::abort(const char *why) {
-  aborted_ = true;
   record_error(why);
   std::lock_guard<std::mutex> handles(handles_);
+  if (aborted_.exchange(true)) return;  // each handle is aborted once (a second abort does nothing)
   for (pg_strategy *s : {cpu_, cuda_})
     if (s) pg_strategy_abort(s);
 }
@@ -176,21 +185,72 @@ std::string Comm::describe(const c10::Device &device) {
   return text;
 }
 
+bool Comm::any_rank_grows(bool grow) {
+  // The flag in a tensor: should the wait run out, the completion thread
+  // keeps it until the allreduce has finished.
+  at::Tensor flag = at::full({1}, grow ? 1 : 0, at::kInt);
+  const auto failed = [this](const std::string &message) {
+    record_error(message);
+    raise(message);
+  };
+  pg_work *w = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const pg_status st = pg_iallreduce(strategy(c10::Device(c10::kCPU)), flag.data_ptr(), flag.data_ptr(), 1,
+                                       PG_INT32, PG_MAX, &w);
+    if (st != PG_OK) failed(library_error("allocateTensor", st));
+    started(w);
+  }
+  const auto deadline = deadline_after(timeout_);
+  while (true) {
+    std::unique_lock<std::mutex> lock(mutex);
+    const double left_s = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const pg_status st = pg_work_wait(w, std::clamp(left_s, 0.0, kWaitSlice_s));
+    if (st != PG_ERR_TIMEOUT) {
+      settled(w);
+      pg_work_free(w);
+      lock.unlock();
+      if (st == PG_OK) return flag.item<int>() != 0;
+      keep_until_exit({flag});  // a late peer may still write into it
+      failed(library_error("allocateTensor", st));
+    }
+    if (left_s <= kWaitSlice_s) {
+      lock.unlock();
+      finish_later(Leftover{shared_from_this(), w, {flag}, {}});
+      failed(c10::str("pgstrategy allocateTensor: the ranks did not agree within the group's timeout (",
+                      static_cast<double>(timeout_.count()) / 1000.0,
+                      " s): every rank of the group calls allocateTensor, in the same order"));
+    }
+    lock.unlock();
+    std::this_thread::yield();
+  }
+}
+
 at::Tensor Comm::allocate_tensor(int64_t elements, const at::TensorOptions &options) {
-  const std::size_t bytes = std::max<std::size_t>(static_cast<std::size_t>(elements) * options.dtype().itemsize(), 1);
+  // Checked before any collective: every rank asked for the same raises alike.
+  const std::size_t itemsize = options.dtype().itemsize();
+  if (elements < 0)
+    raise(c10::str("pgstrategy allocateTensor: ", elements, " elements of ", itemsize, " bytes (",
+                   options.dtype(), "): the size must not be negative"));
+  if (itemsize > 0 && static_cast<uint64_t>(elements) > std::numeric_limits<std::size_t>::max() / itemsize)
+    raise(c10::str("pgstrategy allocateTensor: ", elements, " elements of ", itemsize, " bytes (", options.dtype(),
+                   ") are more bytes than a size_t holds (", std::numeric_limits<std::size_t>::max(), ")"));
+  const std::size_t bytes = std::max<std::size_t>(static_cast<std::size_t>(elements) * itemsize, 1);
   std::shared_ptr<TensorPool> pool;
   {
     std::lock_guard<std::mutex> lock(mutex);
     strategy(c10::Device(c10::kCPU));  // raises once the group is closed or aborted
-    if (!pool_) {                      // the first call, on every rank
-      MPI_Comm_dup(comm_, &agree_);
-      pool_ = std::make_shared<TensorPool>();
-    }
+    if (!pool_) pool_ = std::make_shared<TensorPool>();
     pool = pool_;
   }
   void *buffer = pool->take(bytes);
-  int grow = buffer == nullptr;
-  MPI_Allreduce(MPI_IN_PLACE, &grow, 1, MPI_INT, MPI_MAX, agree_);
+  bool grow = false;
+  try {
+    grow = any_rank_grows(buffer == nullptr);
+  } catch (...) {
+    if (buffer) pool->put(buffer, bytes);
+    throw;
+  }
   if (grow) {
     if (buffer) pool->put(buffer, bytes);
     std::lock_guard<std::mutex> lock(mutex);

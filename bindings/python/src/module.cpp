@@ -16,28 +16,44 @@ namespace {
 // This rank's place in the MPI job and `text` as rank 0 gave it: what
 // torch's env:// rendezvous needs, found over a strategy of the library (so
 // MPI stays the library's, or the application's, as pg_strategy.h says).
-py::tuple mpi_job(const std::string &text) {
+// `text` may be a callable instead, called on rank 0 alone once the job is up
+// (mpi_env opens its store there); should it raise, every rank raises.
+py::tuple mpi_job(const py::object &text) {
   constexpr std::size_t kLength = 256;
   std::vector<char> shared(kLength, '\0');
-  text.copy(shared.data(), kLength - 1);
+  const bool callable = PyCallable_Check(text.ptr());
+  if (!callable) text.cast<std::string>().copy(shared.data(), kLength - 1);
   int rank = 0, size = 0, local_rank = 0, local_size = 0;
-  std::string error;
+  std::string error, root_error;
   {
     // Collective: other Python threads run while this rank waits for the others.
     py::gil_scoped_release nogil;
     pg_strategy *s = nullptr;
     pg_status st = pg_strategy_create("cpu", "mpi", &s);
     if (st == PG_OK) {
-      st = pg_broadcast(s, shared.data(), kLength, PG_UINT8, 0);
       rank = pg_strategy_rank(s);
       size = pg_strategy_size(s);
       local_rank = pg_strategy_local_rank(s);
       local_size = pg_strategy_local_size(s);
+      if (callable && rank == 0) {
+        py::gil_scoped_acquire gil;
+        try {
+          text().cast<std::string>().copy(shared.data(), kLength - 2);
+          shared[kLength - 1] = 1;  // the text came (the last byte: whether it did)
+        } catch (const std::exception &e) {
+          root_error = e.what();
+        }
+      }
+      st = pg_broadcast(s, shared.data(), kLength, PG_UINT8, 0);
     }
     if (st != PG_OK) error = std::string(pg_status_name(st)) + ": " + pg_last_error();
     pg_strategy_destroy(s);
   }
   if (!error.empty()) throw std::runtime_error("pgstrategy: " + error);
+  if (!root_error.empty()) throw std::runtime_error(root_error);
+  if (callable && shared[kLength - 1] != 1)
+    throw std::runtime_error("pgstrategy: rank 0 could not give the job's rendezvous (its own error says why)");
+  shared[kLength - 1] = '\0';
   return py::make_tuple(rank, size, local_rank, local_size, std::string(shared.data()));
 }
 
@@ -108,7 +124,8 @@ PYBIND11_MODULE(_C, m) {
         "Stops the completion thread and destroys every group's strategies (interpreter exit)",
         py::call_guard<py::gil_scoped_release>());
   m.def("mpi_job", &mpi_job, py::arg("text"),
-        "(rank, size, local_rank, local_size, rank 0's text) of the MPI job (collective)");
+        "(rank, size, local_rank, local_size, rank 0's text) of the MPI job (collective); text: a str, or "
+        "a callable that rank 0 alone calls for it");
   m.def("mpi_launcher", &mpi_launcher, "pg_mpi_launcher: the MPI launcher of this process, or ''");
   m.def("mpi_world", &mpi_world, "(initialized, MPI_COMM_WORLD's size, finalized)");
   m.def("bootstrap_listen", &bootstrap_listen, py::arg("size"), py::arg("secret"),

@@ -39,7 +39,7 @@ namespace pgstrategy_torch {
 // The communicator of one torch group and its strategies, made on first use
 // of each device type (creation is collective: every rank of a torch group
 // uses its devices in the same order). Shared by the backend and its works.
-class Comm {
+class Comm : public std::enable_shared_from_this<Comm> {
  public:
   // `ranks`: the group's ranks in MPI_COMM_WORLD, in group order (empty: the
   // world). `backend`: the pgstrategy backend, "" for PGS_BACKEND, then the
@@ -68,7 +68,8 @@ class Comm {
   // pg_strategy_abort of the strategies, from any thread and without `mutex`
   // (a thread waiting for a work holds it, and so may a destroy waiting for
   // its peers): the waits end with PG_ERR_ABORTED, and `why` is the group's
-  // error. No strategy is made after.
+  // error. The first call aborts; later ones only record. No strategy is
+  // made after.
   void abort(const char *why = "pgstrategy: the group was aborted (ProcessGroup.abort)");
   // The library works started and not yet freed (under `mutex`).
   void started(pg_work *w) { unfinished_.push_back(w); }
@@ -87,24 +88,32 @@ class Comm {
   // calls it in the same order (FSDP2 does), and the ranks agree whether the
   // pool must grow, since each frees its tensors when it drops them. Where
   // pg_mem_alloc fails (on every rank: the node's shared memory is full), an
-  // ordinary tensor, with a warning.
+  // ordinary tensor, with a warning. A size whose bytes overflow raises at
+  // once, before any collective.
   at::Tensor allocate_tensor(int64_t elements, const at::TensorOptions &options);
 
  private:
   pg_strategy *create(const std::string &device);
+  // Whether any rank's pool must grow: a MAX allreduce of `grow` on the CPU
+  // strategy, in the order of the group's other collectives (pg_mem_alloc,
+  // which follows it, is one too). A wait like a work's: a slice at a time,
+  // ended by an abort (this rank's or, PG_ERR_BACKEND, a peer's) or by the
+  // group's timeout, each of which raises and is the group's error.
+  bool any_rank_grows(bool grow);
 
   MPI_Comm comm_ = MPI_COMM_NULL;  // MPI_COMM_WORLD, or the group's own (freed at close)
   std::string backend_;
   std::chrono::milliseconds timeout_;
   std::vector<pg_work *> unfinished_;  // under `mutex`
-  std::atomic<bool> aborted_{false};
+  std::atomic<bool> aborted_{false};   // set under `handles_`
   // Written under `mutex` and `handles_`, read by abort under `handles_` alone.
+  // A handle leaves its slot (under `handles_`) as soon as its destroy has
+  // returned (close); abort() calls the library once per handle at most.
   pg_strategy *cpu_ = nullptr;
   std::string no_cpu_;             // why there is no CPU strategy (a CUDA-only backend)
   pg_strategy *cuda_ = nullptr;
   c10::DeviceIndex cuda_index_ = -1;
   bool closed_ = false;
-  MPI_Comm agree_ = MPI_COMM_NULL;  // allocate_tensor's agreement: a duplicate of comm_
   std::shared_ptr<TensorPool> pool_;
   std::mutex handles_;             // the strategy pointers, for abort
   mutable std::mutex error_mutex_;
@@ -127,9 +136,21 @@ struct Operation {
   std::vector<std::function<void()>> finish;
 };
 
+// A wait holds the group's mutex for a slice at a time, so that another
+// thread can post the operation its peer waits for (an isend for an irecv).
+constexpr double kWaitSlice_s = 0.002;
+
+// `timeout` from now; torch's timeouts may be "forever" (milliseconds::max()).
+std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout);
+
 // A started operation. wait(timeout) waits through pg_work_wait with that
 // timeout (the group's when torch gives none) and raises a DistBackendError
-// when it runs out; the work stays valid and can be waited for again.
+// when it runs out; the work stays valid and can be waited for again. Its
+// future is set once: with the outcome, or with a timeout at the operation's
+// timeout (the completion thread, once the future was asked for). Such a work
+// too stays valid: a later wait or isCompleted asks the library, and once the
+// work finishes its copies run; wait, isSuccess and exception then give its
+// own outcome.
 class Work final : public c10d::Work {
  public:
   // A CPU work started with the library (pending) or an operation that is
@@ -150,8 +171,9 @@ class Work final : public c10d::Work {
   // Tests once without blocking (the completion thread, isCompleted): true
   // once finished and its future set.
   bool poll();
-  // The completion thread: past its timeout, the future fails (the group
-  // records the error); the work itself stays valid. True when it did.
+  // The completion thread: past its timeout, an unfinished work's future
+  // fails (the group records the error); the work itself stays valid. True
+  // when it did.
   bool expire_if_overdue(std::chrono::steady_clock::time_point now);
 
  private:
@@ -168,11 +190,13 @@ class Work final : public c10d::Work {
   std::shared_ptr<Comm> comm_;
   pg_work *pending_ = nullptr;  // under comm_->mutex
   Operation op_;
-  bool finished_ = false;       // under comm_->mutex
-  int source_ = -1;             // a finished receive's sender
+  // Set once, by settle (under comm_->mutex) after error_ and source_, which
+  // nothing writes again: a thread that sees it set reads them without a lock.
+  std::atomic<bool> finished_{false};
+  std::exception_ptr error_;    // the work's own failure (settle)
+  int source_ = -1;             // a finished receive's sender (settle)
   std::chrono::steady_clock::time_point deadline_;  // the future fails after it
-  std::atomic<bool> published_{false};
-  std::exception_ptr error_;
+  std::atomic<bool> published_{false};  // the future is set, or being set (once)
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
@@ -229,7 +253,8 @@ class ProcessGroup final : public c10d::Backend {
   void shutdown() override;
   // ProcessGroup.abort (torchft's abort): pg_strategy_abort of the group's
   // strategies from any thread; calls in flight raise, later ones too, and
-  // shutdown frees what is local. Peers are not told.
+  // shutdown frees what is local. The peers learn of it (docs/errors.md): their
+  // calls on the group raise, naming this rank.
   void abort() override;
   // COMM_ERROR once an operation failed or the group was aborted.
   c10d::ErrorType getError() override;
@@ -239,7 +264,7 @@ class ProcessGroup final : public c10d::Backend {
   // FSDP2's staging buffers from the group (set_allocate_memory_from_process_group):
   // CPU tensors in pg_mem_alloc memory, read in place by fairring
   // (Comm::allocate_tensor). Not for a GPU (device index >= 0), nor below
-  // MPI_THREAD_MULTIPLE (the ranks' agreement runs beside the library's threads).
+  // MPI_THREAD_MULTIPLE (the level the library asks for, the only one tested).
   bool supportsTensorAlloc(c10::DeviceIndex device_index) override;
   at::Tensor allocateTensor(long size, at::TensorOptions options) override;
   // The first failure's message ("" when none): what errored() reports.

@@ -21,23 +21,18 @@ std::exception_ptr error_of(const std::string &message) {
   }
 }
 
-// A wait holds the group's mutex for a slice at a time, so that another
-// thread can post the operation its peer waits for (an isend for an irecv).
-constexpr double kWaitSlice_s = 0.002;
-
-// torch's timeouts may be "forever" (milliseconds::max()).
-std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout) {
-  const auto now = std::chrono::steady_clock::now();
-  const std::chrono::milliseconds most = std::chrono::hours(24 * 365 * 100);
-  return now + std::min(timeout, most);
-}
-
 std::string timed_out(const char *name, std::chrono::milliseconds timeout) {
   return c10::str("pgstrategy ", name, ": timed out after ", static_cast<double>(timeout.count()) / 1000.0,
                   " s; the work stays valid: wait for it again");
 }
 
 }  // namespace
+
+std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::chrono::milliseconds most = std::chrono::hours(24 * 365 * 100);
+  return now + std::min(timeout, most);
+}
 
 Work::Work(std::shared_ptr<Comm> comm, pg_work *pending, Operation op, int rank)
     : c10d::Work(rank, op.type),
@@ -84,7 +79,7 @@ Work::Released Work::settle(pg_status st, const std::string &error) {
   comm_->settled(pending_);
   pg_work_free(pending_);
   pending_ = nullptr;
-  finished_ = true;
+  finished_ = true;  // last: error_ and source_ are read once it is set
   return Released{std::move(op_.keep), std::move(op_.finish)};
 }
 
@@ -97,9 +92,8 @@ void Work::publish() {
 }
 
 bool Work::poll() {
-  if (published_) return true;
   Released released;  // dropped after the unlock
-  {
+  if (!finished_) {
     std::unique_lock<std::mutex> lock(comm_->mutex, std::try_to_lock);
     if (!lock.owns_lock()) return false;  // another thread calls the library: next time
     if (!finished_) {
@@ -115,26 +109,31 @@ bool Work::poll() {
 
 bool Work::expire_if_overdue(std::chrono::steady_clock::time_point now) {
   if (published_ || now < deadline_) return false;
-  std::unique_lock<std::mutex> lock(comm_->mutex, std::try_to_lock);
-  if (!lock.owns_lock() || finished_) return false;
+  {
+    // Under the mutex, so that no settle comes between: a work that finishes
+    // later finds its future set and leaves it so.
+    std::unique_lock<std::mutex> lock(comm_->mutex, std::try_to_lock);
+    if (!lock.owns_lock() || finished_ || published_.exchange(true)) return false;
+  }
   const std::string message = timed_out(op_.name, op_.timeout);
   comm_->record_error(message);
-  error_ = error_of(message);
-  lock.unlock();
-  publish();
+  future_->setError(error_of(message));  // outside the mutex: the future's callbacks may start operations
   return true;
 }
 
 bool Work::isCompleted() { return poll(); }
 
-bool Work::isSuccess() const { return published_ && !error_; }
+bool Work::isSuccess() const { return finished_ && !error_; }
 
-std::exception_ptr Work::exception() const { return error_; }
+std::exception_ptr Work::exception() const {
+  // Unfinished: the timeout its future failed with, if it did.
+  return finished_ ? error_ : future_->exception_ptr();
+}
 
 std::vector<at::Tensor> Work::result() { return op_.outputs; }
 
 int Work::sourceRank() const {
-  if (source_ < 0) raise("pgstrategy: sourceRank() is known once a receive has finished");
+  if (!finished_ || source_ < 0) raise("pgstrategy: sourceRank() is known once a receive has finished");
   return source_;
 }
 
@@ -142,7 +141,7 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   const std::chrono::milliseconds limit = timeout == ::kNoTimeout ? op_.timeout : timeout;
   const auto deadline = deadline_after(limit);
   Released released;  // dropped after the unlock
-  while (!published_) {
+  while (!finished_) {
     std::unique_lock<std::mutex> lock(comm_->mutex);
     if (finished_) break;
     const double left_s = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
@@ -161,10 +160,12 @@ bool Work::wait(std::chrono::milliseconds timeout) {
     std::this_thread::yield();
   }
   publish();
-  // Returns once the future is set (by this thread or the completion thread),
-  // raises its error; on CUDA the caller's current stream waits for the
+  // The future is set by now: here, by the completion thread, or with the
+  // timeout it failed with before the work finished (which the work's own
+  // outcome overrides). On CUDA the caller's current stream waits for the
   // operation's stream.
-  future_->waitAndThrow();
+  future_->wait();
+  if (error_) std::rethrow_exception(error_);
   return true;
 }
 

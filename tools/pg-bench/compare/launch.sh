@@ -21,7 +21,8 @@ root=$(cd "$here/../../.." && pwd)
 runs=${RUNS:-5}
 job=$root/tests/launch/torch_job.py
 export PYTHONPATH=$build/python OMP_NUM_THREADS=1
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# held_port: a port for plain copies' rendezvous, held until rank 0 listens on it.
+. "$root/tests/common/held_port.sh"
 # The slowest rank's "first allreduce done T s after the process started (U s
 # after torch was imported)": "T U".
 slowest() {
@@ -35,10 +36,9 @@ printf '%4s %12s %12s %8s   %12s %12s %8s\n' N torchrun mpiexec ratio torchrun m
 for n in 2 3 4; do
   t_torchrun="" t_mpiexec=""
   for ((i = 0; i < runs; ++i)); do  # alternating, so that the machine's load falls on both alike
-    t_torchrun+=" $("$python" -m torch.distributed.run --nproc-per-node "$n" --master-port "$(free_port)" \
-      "$job" --time 2>/dev/null | slowest)"
-    t_mpiexec+=" $(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) mpiexec -n "$n" "$python" "$job" --time \
-      2>/dev/null | slowest)"
+    # torchrun's store and mpi_env's (under mpiexec) each listen on a port the system gives them.
+    t_torchrun+=" $("$python" -m torch.distributed.run --nproc-per-node "$n" "$job" --time 2>/dev/null | slowest)"
+    t_mpiexec+=" $(mpiexec -n "$n" "$python" "$job" --time 2>/dev/null | slowest)"
   done
   a=$(tr ' ' '\n' <<<"$t_torchrun" | cut -d/ -f1 | median) b=$(tr ' ' '\n' <<<"$t_mpiexec" | cut -d/ -f1 | median)
   c=$(tr ' ' '\n' <<<"$t_torchrun" | cut -d/ -f2 | median) d=$(tr ' ' '\n' <<<"$t_mpiexec" | cut -d/ -f2 | median)
@@ -50,7 +50,7 @@ echo
 echo "== pg-bench allreduce, 2 ranks: plain copies (the bootstrap) and mpiexec"
 bench=$build/tools/pg-bench/pg-bench
 args=(-b 8 -e 64M -f 8 -n 20 -w 5 -B mpi,fairring)
-port=$(free_port)
+port=$(held_port)
 RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$bench" "${args[@]}" >/dev/null &
 RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$bench" "${args[@]}" >"$build/launch-copies.txt"
 wait
