@@ -282,7 +282,8 @@ contains
   end subroutine pg_strategy_destroy
 
   !> Aborts the strategy on this rank, from any thread (include/pg_strategy.h):
-  !> calls in flight on it return PG_ERR_ABORTED; it is poisoned; peers are not told.
+  !> calls in flight on it return PG_ERR_ABORTED; it is poisoned; its peers learn of it
+  !> (docs/errors.md, "When a peer fails or aborts").
   subroutine pg_strategy_abort(s, ierr)
     type(pg_strategy), intent(in) :: s
     integer, intent(out), optional :: ierr

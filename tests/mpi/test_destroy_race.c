@@ -29,11 +29,15 @@ struct aborter {
   pg_status status;
 };
 
-static void *abort_later(void *arg) {
-  struct aborter *a = arg;
-  struct timespec t = {0, a->delay_ns};
+static void sleep_ns(long ns) {
+  struct timespec t = {0, ns};
   while (nanosleep(&t, &t) != 0) {
   }
+}
+
+static void *abort_later(void *arg) {
+  struct aborter *a = arg;
+  sleep_ns(a->delay_ns);
   a->status = pg_strategy_abort(a->s);
   return NULL;
 }
@@ -53,11 +57,9 @@ static void race(const char *backend, int rank) {
     seed = seed * 1103515245u + 12345u;
     struct aborter a = {s, (long)((seed >> 8) % 4000000u), PG_OK};
     seed = seed * 1103515245u + 12345u;
-    struct timespec late = {0, (long)((seed >> 8) % 2000000u)};  /* the peer waits in destroy meanwhile */
     pthread_t thread;
     pthread_create(&thread, NULL, abort_later, &a);
-    while (nanosleep(&late, &late) != 0) {
-    }
+    sleep_ns((long)((seed >> 8) % 2000000u));  /* a peer waits in its destroy meanwhile */
     const pg_status destroyed = pg_strategy_destroy(s);
     pthread_join(thread, NULL);
     PG_TEST_TRUE(destroyed == PG_OK, "round %d: destroy returned %s: %s", round, pg_status_name(destroyed),

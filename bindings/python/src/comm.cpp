@@ -116,9 +116,9 @@ void Comm::close() {
   // abort during a destroy). Once destroy has returned the handle is freed:
   // it leaves its slot before anything else, so a later abort() finds nothing
   // there, and after an abort that came first abort() calls the library no
-  // more. Left open: the group's first abort taking handles_ in the instant
-  // between destroy's return and the clear below; only the library can close
-  // it (an abort whose handle outlives the strategy).
+  // more. An abort in the instant between destroy's return and the clear
+  // below reads nothing of the freed strategy: the library looks the handle
+  // up among its live strategies first and finds it gone.
   const auto destroy = [this](pg_strategy **slot) {
     pg_strategy *s = nullptr;
     {
