@@ -169,14 +169,14 @@ void Lane::publish() {
   }
 }
 
-// Out of issue order: a work given up ends now, not after the works before it.
 void Lane::finish(pg_work *w) {
   unfinished_.fetch_sub(1, std::memory_order_release);
   g_in_flight.fetch_sub(1, std::memory_order_relaxed);
   w->finished.store(true, std::memory_order_release);
 }
 
-// Under the turn: w, which is not running, ends with `st` and is published.
+// Under the turn: w, which is not running, ends with `st` and is published at
+// once, out of issue order (not after the works before it).
 void Lane::give_up_held(std::deque<pg_work *>::iterator it, pg_status st) {
   pg_work *w = *it;
   if (step_of(w) == Step::queued && w->runs_entry && worker_runs(w)) to_run_.fetch_sub(1);
