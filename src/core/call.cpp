@@ -22,14 +22,12 @@ namespace {
 // and moves them. A sendrecv runs at once where the instance has one; else it
 // is a send and a receive, each in its lane.
 bool runs_at_once(pg_strategy *s, const CollArgs &a) {
-  if (a.coll == Coll::sendrecv) {
-    if (!s->engine.lane(LaneKind::sends).empty() || !s->engine.lane(LaneKind::receives).empty() ||
-        !instance_for(s, a.coll)->backend->implements(Coll::sendrecv))
-      return false;
-  } else if (!s->engine.lane(lane_of(a.coll)).empty()) {
-    return false;
-  }
-  return polls(s, a.coll) || Engine::in_flight() == 0 || runtime::thread_level() < MPI_THREAD_MULTIPLE;
+  const bool sendrecv = a.coll == Coll::sendrecv;
+  if (sendrecv && !instance_for(s, a.coll)->backend->implements(Coll::sendrecv)) return false;
+  if (Engine::in_flight() == 0) return true;  // nothing in flight anywhere: its lanes are empty too
+  const bool empty = sendrecv ? s->engine.lane(LaneKind::sends).empty() && s->engine.lane(LaneKind::receives).empty()
+                              : s->engine.lane(lane_of(a.coll)).empty();
+  return empty && (polls(s, a.coll) || runtime::thread_level() < MPI_THREAD_MULTIPLE);
 }
 
 // A blocking collective runs its backend's blocking entry, as its twin run at
