@@ -302,6 +302,14 @@ PG_API pg_status pg_mpi_datatype(pg_dtype dtype, MPI_Datatype *out);
  * PG_ERR_STATE before MPI_Init or after MPI_Finalize; PG_ERR_INVALID_ARGUMENT or
  * PG_ERR_UNSUPPORTED as pg_reduce_local. */
 PG_API pg_status pg_mpi_op(pg_dtype dtype, pg_op op, MPI_Op *out);
+
+/** 1 when `comm` is one of the library's own communicators (a strategy's,
+ * its backends', its runtime's, or a duplicate of one), else 0. A tool that
+ * intercepts MPI's entry points (the MPI layer, libpgstrategy_mpi; a profiler)
+ * passes calls on them through: they are the library's traffic, made on any
+ * of its threads. Local; 0 for MPI_COMM_NULL, before MPI_Init and after
+ * MPI_Finalize. */
+PG_API int pg_mpi_comm_owned(MPI_Comm comm);
 /** @} */
 
 /** @defgroup launch Starting without an MPI launcher (docs/launch.md)

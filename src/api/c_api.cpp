@@ -13,6 +13,7 @@
 #include "mpi/types.h"
 #include "util/dtype.h"
 #include "util/entry.h"
+#include "util/owned_comm.h"
 #include "util/poll.h"
 #include "util/reduce.h"
 #include "util/status.h"
@@ -151,6 +152,13 @@ pg_status pg_mpi_op(pg_dtype dtype, pg_op op, MPI_Op *out) {
       return pg::fail(PG_ERR_STATE, "pg_mpi_op: MPI is %s", finalized ? "finalized" : "not initialized");
     return pg::mpi::operation(dtype, op, out);
   });
+}
+
+int pg_mpi_comm_owned(MPI_Comm comm) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized && pg::is_owned(comm) ? 1 : 0;
 }
 
 pg_status pg_reduce_local(pg_dtype dtype, pg_op op, void *inout, const void *in, size_t count) {

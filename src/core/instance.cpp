@@ -2,6 +2,7 @@
 
 #include "core/runtime.h"
 #include "util/log.h"
+#include "util/owned_comm.h"
 #include "util/status.h"
 
 namespace pg {
@@ -19,6 +20,7 @@ pg_status make_instance(const BackendEntry &entry, MPI_Comm comm, const topology
   auto inst = std::make_unique<Instance>();
   inst->name = entry.name;
   PG_MPI_CHECK(MPI_Comm_dup(comm, &inst->comm));
+  mark_owned(inst->comm);
   // MPI errors come back as statuses with MPI's own text.
   PG_MPI_CHECK(MPI_Comm_set_errhandler(inst->comm, MPI_ERRORS_RETURN));
   PG_CHECK(topology::dup_layout(layout, &inst->layout));

@@ -6,6 +6,7 @@
 
 #include "cuda/runtime.h"
 #include "util/round_up.h"
+#include "util/owned_comm.h"
 #include "util/status.h"
 
 namespace pg {
@@ -27,6 +28,7 @@ pg_status allocate_node_window(MPI_Comm node_comm, std::size_t bytes, const char
   PG_MPI_CHECK(MPI_Comm_size(node_comm, &size));
   MPI_Comm shared = MPI_COMM_NULL;
   PG_MPI_CHECK(MPI_Comm_split_type(node_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
+  mark_owned(shared);
   MPI_Comm_size(shared, &shared_size);
   MPI_Comm_free(&shared);
   // The node's total, and whether every rank of it shares memory, known to every rank alike.

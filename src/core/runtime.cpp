@@ -15,6 +15,7 @@
 #include "core/strategy.h"
 #include "launch/bootstrap.h"
 #include "util/log.h"
+#include "util/owned_comm.h"
 #include "util/status.h"
 
 namespace pg::runtime {
@@ -53,6 +54,7 @@ void settle_before_finalize() {
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
       MPI_SUCCESS)
     return;
+  mark_owned(node);
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
   if (node_size == size) return;  // one node: shared memory only

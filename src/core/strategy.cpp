@@ -18,6 +18,7 @@
 #include "util/log.h"
 #include "util/names.h"
 #include "util/poll.h"
+#include "util/owned_comm.h"
 #include "util/status.h"
 #include "util/text.h"
 
@@ -26,6 +27,7 @@ namespace {
 
 pg_status dup_comm(MPI_Comm comm, MPI_Comm *out) {
   PG_MPI_CHECK(MPI_Comm_dup(comm, out));
+  mark_owned(*out);
   // MPI errors come back as statuses with MPI's own text.
   PG_MPI_CHECK(MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN));
   return PG_OK;
@@ -268,6 +270,7 @@ pg_status split_comm(pg_strategy *s, int color, int key, pg_strategy **out) {
   MPI_Comm sub = MPI_COMM_NULL;
   PG_MPI_CHECK(MPI_Comm_split(s->comm, color < 0 ? MPI_UNDEFINED : color, key, &sub));
   if (sub == MPI_COMM_NULL) return PG_OK;
+  mark_owned(sub);
   pg_status st = create_strategy(s->device_name.c_str(), s->selection.backend.c_str(), sub, out);
   MPI_Comm_free(&sub);
   if (st == PG_OK) (*out)->selection.rule = s->selection.rule + ", split";

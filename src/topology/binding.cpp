@@ -13,6 +13,7 @@
 #include "topology/hwloc_util.h"
 #include "topology/machine.h"
 #include "util/log.h"
+#include "util/owned_comm.h"
 #include "util/status.h"
 
 namespace pg::topology {
@@ -147,6 +148,7 @@ pg_status host_share(MPI_Comm comm, HostShare *out) {
     PG_MPI_CHECK(MPI_Comm_split(comm, color, 0, &host));
   else
     PG_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+  mark_owned(host);
   cpu_set_t all;
   int ranks = 1;
   const int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);

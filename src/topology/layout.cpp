@@ -1,5 +1,6 @@
 #include "topology/layout.h"
 
+#include "util/owned_comm.h"
 #include "util/status.h"
 
 namespace pg::topology {
@@ -33,6 +34,7 @@ pg_status build_layout(MPI_Comm comm, const std::vector<int> &node_sizes, Layout
     PG_MPI_CHECK(MPI_Comm_split(comm, virtual_node(rank, node_sizes), rank, &l.node_comm));
   else
     PG_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &l.node_comm));
+  mark_owned(l.node_comm);
   PG_MPI_CHECK(MPI_Comm_set_errhandler(l.node_comm, MPI_ERRORS_RETURN));
   PG_MPI_CHECK(MPI_Comm_rank(l.node_comm, &l.local_rank));
   PG_MPI_CHECK(MPI_Comm_size(l.node_comm, &l.local_size));
@@ -42,6 +44,7 @@ pg_status build_layout(MPI_Comm comm, const std::vector<int> &node_sizes, Layout
   PG_MPI_CHECK(MPI_Comm_split(comm, l.local_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders));
   int node[2] = {0, 0};  // node rank, node count
   if (leaders != MPI_COMM_NULL) {
+    mark_owned(leaders);
     MPI_Comm_rank(leaders, &node[0]);
     MPI_Comm_size(leaders, &node[1]);
     MPI_Comm_free(&leaders);
@@ -51,6 +54,7 @@ pg_status build_layout(MPI_Comm comm, const std::vector<int> &node_sizes, Layout
   l.node_count = node[1];
 
   PG_MPI_CHECK(MPI_Comm_split(comm, l.local_rank, l.node_rank, &l.rail_comm));
+  mark_owned(l.rail_comm);
   PG_MPI_CHECK(MPI_Comm_set_errhandler(l.rail_comm, MPI_ERRORS_RETURN));
 
   // Every rank's place: whether the layout is regular, and who sits where.

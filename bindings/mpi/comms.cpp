@@ -1,0 +1,169 @@
+// A strategy for each communicator of the program that has a routed call,
+// kept in an attribute of the communicator: made on the first routed call,
+// destroyed by the attribute's delete callback when the program frees the
+// communicator, and before MPI finalizes for those never freed.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "layer.h"
+
+namespace pgs_mpi {
+namespace {
+
+// What the attribute holds: a strategy, or why the communicator has none.
+struct Entry {
+  MPI_Comm comm = MPI_COMM_NULL;
+  pg_strategy *strategy = nullptr;
+  Why why = Why::no_strategy;
+  bool library = false;
+};
+
+// Entries without a strategy are shared, one per reason.
+Entry library_entry{MPI_COMM_NULL, nullptr, Why::no_strategy, true};
+Entry declined[static_cast<int>(Why::count_)];
+
+Entry *declined_for(Why why) {
+  Entry *e = &declined[static_cast<int>(why)];
+  e->why = why;
+  return e;
+}
+
+std::atomic<bool> finalizing{false};
+
+// The entries with a strategy, oldest first, for destroy_all.
+std::mutex made_mutex;
+std::vector<Entry *> made;
+
+int on_free(MPI_Comm, int, void *value, void *) {
+  auto *e = static_cast<Entry *>(value);
+  if (!e->strategy) return MPI_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(made_mutex);
+    for (auto it = made.begin(); it != made.end(); ++it)
+      if (*it == e) {
+        made.erase(it);
+        break;
+      }
+  }
+  // Collective over the communicator, as its MPI_Comm_free is.
+  InLibrary inside;
+  pg_strategy_destroy(e->strategy);
+  delete e;
+  return MPI_SUCCESS;
+}
+
+int keyval() {
+  static const int k = [] {
+    int key = MPI_KEYVAL_INVALID;
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_free, &key, nullptr);
+    return key;
+  }();
+  return k;
+}
+
+// The backend the layer's strategies use: PGS_BACKEND, else fairring (this
+// layer exists for its collectives). "mpi" makes the layer count only.
+const char *backend() {
+  static const char *name = [] {
+    const char *b = std::getenv("PGS_BACKEND");
+    return b && *b ? b : "fairring";
+  }();
+  return name;
+}
+
+void set(MPI_Comm comm, Entry *e) { PMPI_Comm_set_attr(comm, keyval(), e); }
+
+// Why a communicator of the program gets no strategy, or nullptr.
+const Why *never_routed(MPI_Comm comm) {
+  static const Why inter = Why::intercommunicator, one = Why::one_rank, mpi = Why::backend_mpi;
+  int is_inter = 0, size = 1;
+  PMPI_Comm_test_inter(comm, &is_inter);
+  if (is_inter) return &inter;
+  PMPI_Comm_size(comm, &size);
+  if (size == 1) return &one;
+  if (std::strcmp(backend(), "mpi") == 0) return &mpi;
+  return nullptr;
+}
+
+Entry *make(MPI_Comm comm) {
+  if (const Why *why = never_routed(comm)) {
+    set(comm, declined_for(*why));
+    return declined_for(*why);
+  }
+  // Calls the library makes on this communicator while it makes the strategy
+  // are its own.
+  set(comm, &library_entry);
+  pg_strategy *s = nullptr;
+  pg_status st;
+  {
+    InLibrary inside;
+    st = pg_strategy_create_comm("cpu", backend(), comm, &s);
+  }
+  if (st != PG_OK) {
+    // Every rank has the same status (creation agrees), so every rank passes.
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    if (rank == 0)
+      std::fprintf(stderr, "pgs-mpi: no strategy (backend %s) for a communicator: %s: %s; its collectives go to MPI\n",
+                   backend(), pg_status_name(st), pg_last_error());
+    set(comm, declined_for(Why::no_strategy));
+    return declined_for(Why::no_strategy);
+  }
+  auto *e = new Entry{comm, s, Why::no_strategy, false};
+  {
+    std::lock_guard<std::mutex> lock(made_mutex);
+    made.push_back(e);
+  }
+  set(comm, e);
+  return e;
+}
+
+}  // namespace
+
+void *lookup(MPI_Comm comm, bool *library) {
+  if (finalizing.load(std::memory_order_relaxed)) {
+    *library = true;
+    return nullptr;
+  }
+  void *value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, keyval(), &value, &found);
+  if (found) {
+    *library = static_cast<Entry *>(value)->library;
+    return value;
+  }
+  // First sight of this communicator: the library's own ones are remembered
+  // as such (one lookup from then on).
+  if (pg_mpi_comm_owned(comm)) {
+    set(comm, &library_entry);
+    *library = true;
+    return &library_entry;
+  }
+  *library = false;
+  return nullptr;
+}
+
+pg_strategy *strategy_of(MPI_Comm comm, void **entry, Why *why) {
+  auto *e = static_cast<Entry *>(*entry);
+  if (!e) *entry = e = make(comm);
+  if (!e->strategy) *why = e->why;
+  return e->strategy;
+}
+
+void destroy_all() {
+  std::vector<Entry *> left;
+  {
+    std::lock_guard<std::mutex> lock(made_mutex);
+    left = made;
+  }
+  // Newest first: each rank destroys the strategies of the communicators it
+  // shares with others in the order it made them, backwards, as they do.
+  for (auto it = left.rbegin(); it != left.rend(); ++it) PMPI_Comm_delete_attr((*it)->comm, keyval());
+  finalizing.store(true);
+}
+
+}  // namespace pgs_mpi

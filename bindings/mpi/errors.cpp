@@ -1,0 +1,48 @@
+// A library failure as an MPI error code: one code per library status, in the
+// MPI error class that fits it, whose string (MPI_Error_string) is the
+// library's message of the last failure.
+#include <mpi.h>
+
+#include <cstdio>
+#include <mutex>
+
+#include "layer.h"
+
+namespace pgs_mpi {
+namespace {
+
+int error_class(pg_status status) {
+  switch (status) {
+    case PG_ERR_INVALID_ARGUMENT: return MPI_ERR_ARG;
+    case PG_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
+    case PG_ERR_NO_MEMORY: return MPI_ERR_NO_MEM;
+    case PG_ERR_INTERNAL: return MPI_ERR_INTERN;
+    case PG_OK:
+    case PG_ERR_UNKNOWN_BACKEND:
+    case PG_ERR_UNAVAILABLE:
+    case PG_ERR_BACKEND:
+    case PG_ERR_TIMEOUT:
+    case PG_ERR_MISMATCH:
+    case PG_ERR_PLUGIN:
+    case PG_ERR_STATE:
+    case PG_ERR_ABORTED: break;
+  }
+  return MPI_ERR_OTHER;
+}
+
+}  // namespace
+
+int error_code(pg_status status) {
+  static std::mutex mutex;
+  static int codes[PG_ERR_ABORTED + 1] = {};
+  const int index = status >= 0 && status <= PG_ERR_ABORTED ? status : PG_ERR_INTERNAL;
+  char text[MPI_MAX_ERROR_STRING];
+  std::snprintf(text, sizeof text, "pgstrategy: %s: %s", pg_status_name(status), pg_last_error());
+  std::lock_guard<std::mutex> lock(mutex);
+  if (codes[index] == 0 && PMPI_Add_error_code(error_class(status), &codes[index]) != MPI_SUCCESS)
+    return error_class(status);
+  PMPI_Add_error_string(codes[index], text);
+  return codes[index];
+}
+
+}  // namespace pgs_mpi

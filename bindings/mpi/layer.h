@@ -1,0 +1,111 @@
+// The MPI layer (libpgstrategy_mpi): MPI's own collective entry points, defined
+// here ahead of the MPI library (preloaded by pgs-mpi, or linked before MPI),
+// run a call through a strategy made for its communicator when they can, and
+// call MPI's profiling entry points (PMPI_*) otherwise. docs/mpi-layer.md.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "pg_strategy.h"
+
+namespace pgs_mpi {
+
+// The entry points the layer counts, in the summary's order.
+enum class Kind {
+  allreduce, reduce, bcast, allgather, allgatherv, gather, gatherv, scatter, scatterv,
+  alltoall, alltoallv, reduce_scatter, reduce_scatter_block, barrier,
+  iallreduce, ireduce, ibcast, iallgather, iallgatherv, igather, igatherv, iscatter, iscatterv,
+  ialltoall, ialltoallv, ireduce_scatter, ireduce_scatter_block, ibarrier,
+  count_
+};
+const char *kind_name(Kind kind);
+
+// Why a call of the program went to MPI.
+enum class Why {
+  datatype,           // not one the library has (reductions), or an invalid one
+  operation,          // not one the library has for that datatype
+  intercommunicator,  // MPI's alone
+  one_rank,           // MPI_COMM_SELF or any communicator of one rank
+  nonblocking,        // nonblocking collectives stay MPI's
+  backend_mpi,        // PGS_BACKEND=mpi: the layer only counts
+  no_strategy,        // making the communicator's strategy failed (said once, on its rank 0)
+  count_
+};
+const char *why_name(Why why);
+
+// While a thread runs inside the library for the layer, the MPI calls it makes
+// are the library's: they go to MPI uncounted.
+class InLibrary {
+ public:
+  InLibrary();
+  ~InLibrary();
+  InLibrary(const InLibrary &) = delete;
+  InLibrary &operator=(const InLibrary &) = delete;
+  static bool active();
+};
+
+// One call of the program's: which communicator, whether the layer routes it,
+// and what the summary counts. An entry point makes one, checks its arguments
+// (reduces, moves), asks for the strategy, then passes or finishes.
+class Call {
+ public:
+  Call(Kind kind, MPI_Comm comm);
+
+  // The library's own call (its communicator, or made inside the library):
+  // MPI's, uncounted. Every other check below returns false for it.
+  bool library() const { return library_; }
+
+  // A reduction the library has: datatype and op map to `dtype` and `op`;
+  // `count` elements of it are `*bytes` bytes.
+  bool reduces(MPI_Datatype datatype, MPI_Op mpi_op, MPI_Count count, pg_dtype *dtype, pg_op *op,
+               std::size_t *bytes);
+  // A datatype whose `count` elements are `*bytes` contiguous bytes from the
+  // buffer's address (no gaps, lower bound 0): the library moves them as bytes.
+  bool moves(MPI_Datatype datatype, MPI_Count count, std::size_t *bytes);
+
+  // The communicator's strategy, made on its first routed call (every rank of
+  // the communicator is in that call); null when the call goes to MPI.
+  pg_strategy *strategy();
+
+  // The call goes to MPI: counted with its reason; returns `rc`.
+  int pass(int rc);
+  int pass(Why why, int rc);
+  // The strategy ran it: counted with its bytes; a failure is reported through
+  // the communicator's error handler, its text the library's message.
+  int finish(pg_status status, std::size_t bytes);
+
+  pg_strategy *routed_strategy() const { return strategy_; }
+  MPI_Comm comm() const { return comm_; }
+
+ private:
+  Kind kind_;
+  MPI_Comm comm_;
+  bool library_ = false;
+  Why why_ = Why::datatype;
+  pg_strategy *strategy_ = nullptr;
+  void *entry_ = nullptr;  // the communicator's entry, once looked up
+};
+
+// comms.cpp: strategies for communicators.
+// Looks the communicator's entry up (no strategy is made here): *library set
+// for the library's own communicators.
+void *lookup(MPI_Comm comm, bool *library);
+// The entry's strategy, made if needed; null with *why when the call passes.
+pg_strategy *strategy_of(MPI_Comm comm, void **entry, Why *why);
+// Destroys every strategy left, newest first, before MPI finalizes; from
+// then on every call is MPI's.
+void destroy_all();
+
+// summary.cpp: what the layer did.
+void count_routed(Kind kind, std::size_t bytes);
+void count_passed(Kind kind, Why why);
+// PGS_MPI_SUMMARY=1: rank 0 prints the table (collective over MPI_COMM_WORLD).
+void print_summary();
+
+// errors.cpp: a library failure as an MPI error code of a fitting class,
+// whose MPI_Error_string is the library's message.
+int error_code(pg_status status);
+
+}  // namespace pgs_mpi

@@ -1,0 +1,15 @@
+// The library's own communicators carry a mark, so that a tool intercepting
+// MPI's entry points (the MPI layer, a profiler) can tell the library's traffic
+// from the program's, on whichever thread it comes (pg_mpi_comm_owned).
+#pragma once
+
+#include <mpi.h>
+
+namespace pg {
+
+// Marks `comm` (made by the library) as the library's. A duplicate of a marked
+// communicator is marked too: MPI copies the mark with MPI_Comm_dup.
+void mark_owned(MPI_Comm comm);
+bool is_owned(MPI_Comm comm);
+
+}  // namespace pg
