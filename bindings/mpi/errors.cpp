@@ -4,7 +4,9 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstring>
 #include <mutex>
+#include <string>
 
 #include "layer.h"
 
@@ -30,6 +32,18 @@ int error_class(pg_status status) {
   return MPI_ERR_OTHER;
 }
 
+// A new code in `cls` whose string is `text`, or 0. MPICH (4.0.2) gives a new
+// code in a predefined class a string of its own table, not the one added:
+// the string is read back, and such a code is not used.
+int code_in(int cls, const char *text) {
+  int code = 0, len = 0;
+  char back[MPI_MAX_ERROR_STRING];
+  if (PMPI_Add_error_code(cls, &code) != MPI_SUCCESS || PMPI_Add_error_string(code, text) != MPI_SUCCESS ||
+      PMPI_Error_string(code, back, &len) != MPI_SUCCESS || std::strcmp(back, text) != 0)
+    return 0;
+  return code;
+}
+
 }  // namespace
 
 int error_code(pg_status status) {
@@ -39,8 +53,16 @@ int error_code(pg_status status) {
   char text[MPI_MAX_ERROR_STRING];
   std::snprintf(text, sizeof text, "pgstrategy: %s: %s", pg_status_name(status), pg_last_error());
   std::lock_guard<std::mutex> lock(mutex);
-  if (codes[index] == 0 && PMPI_Add_error_code(error_class(status), &codes[index]) != MPI_SUCCESS)
-    return error_class(status);
+  if (codes[index] == 0) {
+    // In the MPI class that fits, else in a class of the layer's own.
+    codes[index] = code_in(error_class(status), text);
+    int own = 0;
+    if (codes[index] == 0 && PMPI_Add_error_class(&own) == MPI_SUCCESS) {
+      PMPI_Add_error_string(own, (std::string("pgstrategy: ") + pg_status_name(status)).c_str());
+      codes[index] = code_in(own, text);
+    }
+    if (codes[index] == 0) return error_class(status);
+  }
   PMPI_Add_error_string(codes[index], text);
   return codes[index];
 }

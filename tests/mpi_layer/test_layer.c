@@ -351,6 +351,26 @@ static void passed_to_mpi(void) {
   }
 }
 
+/* --- a failure ---------------------------------------------------------- */
+
+/* Overlapping buffers (erroneous in MPI): the library refuses them, and the
+ * layer reports that through the communicator's error handler, with the
+ * library's message as the code's string. */
+static void failure(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int one = 1, x[3] = {1, 2, 3};
+  rc_ok(MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce (before the failure)");
+  const int rc = MPI_Allreduce(x, x + 1, 2, MPI_INT, MPI_SUM, comm);
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  CHECK(rc != MPI_SUCCESS && strstr(text, "pgstrategy") && strstr(text, "overlap"),
+        "overlapping buffers: rc %d, '%s'", rc, text);
+  MPI_Comm_free(&comm);
+}
+
 /* --- two threads -------------------------------------------------------- */
 
 struct thread_arg {
@@ -421,6 +441,7 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&split);
 
   passed_to_mpi();
+  failure();
   two_threads(provided);
 
   int all = 0;
