@@ -103,13 +103,15 @@ class Pgstrategy(CMakePackage, CudaPackage):
     @run_after("install")
     def cache_test_sources(self):
         """Keep the examples, which are not installed, for the tests to build."""
-        cache_extra_test_sources(self, [join_path("examples", "c"), join_path("examples", "fortran")])
+        cache_extra_test_sources(
+            self, [join_path("examples", "c"), join_path("examples", "fortran"), join_path("examples", "mpi")]
+        )
 
-    def _run_on_two_ranks(self, program, env=None):
+    def _run_on_two_ranks(self, program, env=None, args=()):
         """Runs program on 2 ranks with the spec's MPI and returns its output."""
         mpiexec = which(self._mpiexec_path(), required=True)
         env = dict(env or {}, **self._open_mpi_leave())
-        out = mpiexec("-n", "2", program, output=str, error=str, extra_env=env)
+        out = mpiexec("-n", "2", program, *args, output=str, error=str, extra_env=env)
         print(out)
         return out
 
@@ -159,6 +161,16 @@ class Pgstrategy(CMakePackage, CudaPackage):
             mpicc("allreduce_demo.c", "-o", "allreduce_demo", *flags)
             out = self._run_on_two_ranks("./allreduce_demo")
         check_outputs(["over 2 ranks", "0 wrong elements", "OK"], out)
+
+    def test_mpi_layer(self):
+        """build a plain MPI program with the MPI's mpicc, run it under pgs-mpi on 2 ranks"""
+        with working_dir(self._example_dir("mpi")):
+            mpicc = which(self.spec["mpi"].mpicc, required=True)
+            mpicc("cg_mpi.c", "-o", "cg_mpi", "-lm")
+            out = self._run_on_two_ranks(
+                self.prefix.bin.join("pgs-mpi"), {"PGS_MPI_SUMMARY": "1"}, args=["./cg_mpi", "512"]
+            )
+        check_outputs([r"cg_mpi: n=512 on 2 ranks, .*: OK", r"pgs-mpi summary: routed [1-9][0-9]* calls"], out)
 
     def test_fortran_example(self):
         """build the Fortran example with CMake's find_package, run it on 2 ranks"""
