@@ -120,26 +120,6 @@ bool Call::reduces(MPI_Datatype datatype, MPI_Op mpi_op, MPI_Count count, pg_dty
   return true;
 }
 
-bool Call::moves(MPI_Datatype datatype, MPI_Count count, std::size_t *bytes) {
-  if (library_) return false;
-  why_ = Why::datatype;
-  if (count < 0 || datatype == MPI_DATATYPE_NULL) return false;  // MPI says what is wrong
-  pg_dtype d;
-  MPI_Count size = 0;
-  if (library_dtype(datatype, &d)) {
-    size = static_cast<MPI_Count>(pg_dtype_size(d));
-  } else {
-    MPI_Count lb = 0, extent = 0, true_lb = 0, true_extent = 0;
-    if (PMPI_Type_size_x(datatype, &size) != MPI_SUCCESS ||
-        PMPI_Type_get_extent_x(datatype, &lb, &extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent_x(datatype, &true_lb, &true_extent) != MPI_SUCCESS)
-      return false;
-    if (lb != 0 || true_lb != 0 || extent != size || true_extent != size) return false;
-  }
-  *bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(size);
-  return true;
-}
-
 pg_strategy *Call::strategy() {
   if (library_) return nullptr;
   if (!strategy_) strategy_ = strategy_of(comm_, &entry_, &why_);

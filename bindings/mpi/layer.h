@@ -7,6 +7,8 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 #include "pg_strategy.h"
 
@@ -61,9 +63,6 @@ class Call {
   // `count` elements of it are `*bytes` bytes.
   bool reduces(MPI_Datatype datatype, MPI_Op mpi_op, MPI_Count count, pg_dtype *dtype, pg_op *op,
                std::size_t *bytes);
-  // A datatype whose `count` elements are `*bytes` contiguous bytes from the
-  // buffer's address (no gaps, lower bound 0): the library moves them as bytes.
-  bool moves(MPI_Datatype datatype, MPI_Count count, std::size_t *bytes);
 
   // The communicator's strategy, made on its first routed call (every rank of
   // the communicator is in that call); null when the call goes to MPI.
@@ -76,8 +75,9 @@ class Call {
   // the communicator's error handler, its text the library's message.
   int finish(pg_status status, std::size_t bytes);
 
-  pg_strategy *routed_strategy() const { return strategy_; }
   MPI_Comm comm() const { return comm_; }
+  // A datatype the call cannot take (MPI will say why): counted as such.
+  void bad_datatype() { why_ = Why::datatype; }
 
  private:
   Kind kind_;
@@ -86,6 +86,51 @@ class Call {
   Why why_ = Why::datatype;
   pg_strategy *strategy_ = nullptr;
   void *entry_ = nullptr;  // the communicator's entry, once looked up
+};
+
+// A buffer of the program's as the bytes the library moves: runs of elements
+// of one datatype. A contiguous datatype's runs are the caller's memory; any
+// other's are packed into a staging buffer (pack before the call for what is
+// sent, unpack after it for what is received), so that every datatype moves,
+// whatever the peers use to describe the same data (MPI asks only that the
+// type signatures match: one rank may send doubles that another receives
+// through a vector type).
+class Buffer {
+ public:
+  // One run of `count` elements at `buf`. False for a datatype or count MPI
+  // rejects (the call then goes to MPI, which says what is wrong).
+  bool one(Call &call, const void *buf, MPI_Count count, MPI_Datatype type);
+  // n runs: counts[i] elements at buf + displs[i] extents.
+  template <typename C, typename D>
+  bool runs(Call &call, const void *buf, int n, const C *counts, const D *displs, MPI_Datatype type) {
+    std::vector<MPI_Count> c(static_cast<std::size_t>(n));
+    std::vector<MPI_Count> d(c.size());
+    for (int i = 0; i < n; ++i) c[static_cast<std::size_t>(i)] = counts[i], d[static_cast<std::size_t>(i)] = displs[i];
+    return set(call, buf, std::move(c), std::move(d), type);
+  }
+
+  // Where the library reads and writes: run i at data() + displs()[i].
+  char *data() const { return data_; }
+  const std::size_t *counts() const { return counts_.data(); }
+  const std::size_t *displs() const { return displs_.data(); }
+  std::size_t total() const { return total_; }
+
+  void pack();    // the caller's runs into the staging buffer (staged only)
+  void unpack();  // and back
+
+ private:
+  bool set(Call &call, const void *buf, std::vector<MPI_Count> counts, std::vector<MPI_Count> displs,
+           MPI_Datatype type);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+  char *buf_ = nullptr;
+  std::vector<MPI_Count> elements_;  // per run
+  std::vector<MPI_Aint> offsets_;    // per run, bytes from buf_
+  std::vector<char> stage_;          // empty: not staged
+  char *data_ = nullptr;
+  std::vector<std::size_t> counts_, displs_;
+  std::size_t total_ = 0;
 };
 
 // comms.cpp: strategies for communicators.
