@@ -35,20 +35,22 @@ cmake --build build-asan -j"$(nproc)" >build-asan.build.log 2>&1 || { tail -50 b
 # can name it: the plugin is not loaded (the slow unwinder that would trace the
 # leak made the run 1.5 times as long). No test here needs PCI devices.
 # Left out, as they run the same library code as tests that stay: the Slurm
-# tests (srun and its daemons start what mpiexec starts elsewhere) and the
+# tests (srun and its daemons start what mpiexec starts elsewhere), the
 # 2 GiB allreduce through MPI-4's large-count calls (its chunked twin, whose
-# arithmetic is the library's own, stays).
+# arithmetic is the library's own, stays) and the real codes under the MPI
+# layer (label real: programs built without ASan, which the layer's own test
+# stands in for).
 HWLOC_PLUGINS_BLACKLIST=hwloc_pci \
 ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 \
 LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j2 --timeout 300 -LE 'slurm|scale' -E '^test_large_count\.'
+  ctest --test-dir build-asan --output-on-failure -j2 --timeout 300 -LE 'slurm|scale|real' -E '^test_large_count\.'
 
 echo "== ThreadSanitizer: two threads, two strategies"
 configure build-tsan "-fsanitize=thread -g -O1" -DPGS_ENABLE_FORTRAN=OFF -DPGS_ENABLE_GLOO=OFF \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread"
 cmake --build build-tsan -j"$(nproc)" --target test_lifecycle test_nonblocking test_abort test_mixed_order test_random \
-  test_lanes test_destroy_race >build-tsan.build.log 2>&1 ||
+  test_lanes test_destroy_race pgstrategy_mpi test_layer >build-tsan.build.log 2>&1 ||
   { tail -50 build-tsan.build.log; exit 1; }
 export TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp halt_on_error=1 exitcode=66"
 mkdir -p build-tsan/trace  # the flight recorder: its writer thread beside the strategies' threads
@@ -75,6 +77,8 @@ for args in "plain" "fairring"; do  # the lanes, a table's on their workers
   echo "-- test_lanes $args"
   mpiexec -n 2 build-tsan/tests/mpi/test_lanes $args
 done
+echo "-- test_layer under pgs-mpi"  # the MPI layer: two threads, each on its own communicator
+mpiexec -n 2 build-tsan/bindings/mpi/pgs-mpi build-tsan/tests/mpi_layer/test_layer
 echo "-- test_destroy_race mpi race"  # abort racing destroy
 mpiexec -n 2 build-tsan/tests/mpi/test_destroy_race mpi race
 # Random programs (tests/random): two threads on two fairring strategies; an

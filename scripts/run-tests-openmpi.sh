@@ -2,22 +2,15 @@
 # The whole test suite once more, built against Open MPI (Debian's openmpi-bin
 # and libopenmpi-dev) in ./build-openmpi, beside the MPICH build in ./build.
 #
-# Installing Debian's Open MPI makes it the system's `mpicc`/`mpiexec` (the
-# `mpi` and `mpirun` alternatives); this script puts back whatever they were,
-# and names Open MPI's compilers and launcher explicitly instead.
+# Installing Debian's Open MPI leaves the system's `mpicc`/`mpiexec` as they
+# were (install-packages.sh): this script names Open MPI's compilers and
+# launcher explicitly instead.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-alternative() { update-alternatives --query "$1" 2>/dev/null | sed -n 's/^Value: //p'; }
-declare -A was=([mpi]=$(alternative mpi) [mpirun]=$(alternative mpirun))
 scripts/install-packages.sh libopenmpi-dev openmpi-bin
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo=sudo
-for name in mpi mpirun; do
-  if [ -n "${was[$name]}" ] && [ "$(alternative "$name")" != "${was[$name]}" ]; then
-    $sudo update-alternatives --set "$name" "${was[$name]}"
-  fi
-done
+# The real codes the MPI layer's tests run (tests/mpi_layer/real).
+scripts/install-packages.sh $(grep -v '^#' tests/mpi_layer/real/packages.txt)
 
 export BUILD_DIR=build-openmpi
 export CMAKE_ARGS="-DMPI_C_COMPILER=mpicc.openmpi -DMPI_CXX_COMPILER=mpicxx.openmpi

@@ -12,5 +12,8 @@ if [ "${PGS_TORCH:-1}" = 1 ]; then
   fi
 fi
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+# The real codes the MPI layer's tests run (tests/mpi_layer/real): Debian's
+# packages of MPI programs, which report skipped without them.
+scripts/install-packages.sh $(grep -v '^#' tests/mpi_layer/real/packages.txt)
 echo "== ctest"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 "$@"

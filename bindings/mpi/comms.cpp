@@ -2,6 +2,7 @@
 // kept in an attribute of the communicator: made on the first routed call,
 // destroyed by the attribute's delete callback when the program frees the
 // communicator, and before MPI finalizes for those never freed.
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -24,12 +25,14 @@ struct Entry {
 
 // Entries without a strategy are shared, one per reason.
 Entry library_entry{MPI_COMM_NULL, nullptr, Why::no_strategy, true};
-Entry declined[static_cast<int>(Why::count_)];
 
 Entry *declined_for(Why why) {
-  Entry *e = &declined[static_cast<int>(why)];
-  e->why = why;
-  return e;
+  static std::array<Entry, static_cast<std::size_t>(Why::count_)> declined = [] {
+    std::array<Entry, static_cast<std::size_t>(Why::count_)> all;
+    for (std::size_t i = 0; i < all.size(); ++i) all[i].why = static_cast<Why>(i);
+    return all;
+  }();
+  return &declined[static_cast<std::size_t>(why)];
 }
 
 std::atomic<bool> finalizing{false};
@@ -77,22 +80,20 @@ const char *backend() {
 
 void set(MPI_Comm comm, Entry *e) { PMPI_Comm_set_attr(comm, keyval(), e); }
 
-// Why a communicator of the program gets no strategy, or nullptr.
-const Why *never_routed(MPI_Comm comm) {
-  static const Why inter = Why::intercommunicator, one = Why::one_rank, mpi = Why::backend_mpi;
+// Whether a communicator of the program can have a strategy; if not, why.
+bool routable(MPI_Comm comm, Why *why) {
   int is_inter = 0, size = 1;
   PMPI_Comm_test_inter(comm, &is_inter);
-  if (is_inter) return &inter;
-  PMPI_Comm_size(comm, &size);
-  if (size == 1) return &one;
-  if (std::strcmp(backend(), "mpi") == 0) return &mpi;
-  return nullptr;
+  if (!is_inter) PMPI_Comm_size(comm, &size);
+  *why = is_inter ? Why::intercommunicator : size == 1 ? Why::one_rank : Why::backend_mpi;
+  return !is_inter && size > 1 && std::strcmp(backend(), "mpi") != 0;
 }
 
 Entry *make(MPI_Comm comm) {
-  if (const Why *why = never_routed(comm)) {
-    set(comm, declined_for(*why));
-    return declined_for(*why);
+  Why why;
+  if (!routable(comm, &why)) {
+    set(comm, declined_for(why));
+    return declined_for(why);
   }
   // Calls the library makes on this communicator while it makes the strategy
   // are its own.

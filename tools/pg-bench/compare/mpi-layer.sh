@@ -5,7 +5,9 @@
 # (every call passes through the layer to MPI: the layer's own cost), the
 # three alternated in each of JOBS rounds. Prints, per size, the median time
 # per call of each (median over rounds) and the ratio plain / layer as
-# median [min-max] over rounds (> 1: the layer is faster).
+# median [min-max] over rounds (> 1: the layer is faster); then what the layer
+# itself adds to a passed and to a routed 8-byte allreduce (layer_overhead.c,
+# inside one process: the build's target layer_overhead).
 #
 #   tools/pg-bench/compare/mpi-layer.sh [BUILD_DIR=build] [JOBS=5] [RANKS=2]
 set -euo pipefail
@@ -17,7 +19,9 @@ cache=$build/CMakeCache.txt
 mpicc=$(sed -n 's/^MPI_C_COMPILER:[A-Z]*=//p' "$cache")
 mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:[A-Z]*=//p' "$cache")
 pgs_mpi=$build/bindings/mpi/pgs-mpi
-[ -x "$pgs_mpi" ] || { echo "no $pgs_mpi: build the target pgstrategy_mpi first" >&2; exit 2; }
+overhead=$build/tools/pg-bench/layer_overhead
+[ -x "$pgs_mpi" ] && [ -x "$overhead" ] ||
+  { echo "no $pgs_mpi or $overhead: build the targets pgstrategy_mpi and layer_overhead first" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$mpicc" -O2 "$here/allreduce_loop.c" -o "$work/loop"
@@ -57,3 +61,4 @@ for size in sorted({s for _, s in rows}):
         p, l, m = ([t[k] for t in rows[(lab, size)]] for lab in ("plain", "layer", "pass"))
         print(f"{size:>10} {place:>8} {statistics.median(p):9.2f} {statistics.median(l):9.2f} {statistics.median(m):13.2f}  {spread(p, l):>22}  {spread(p, m):>22}")
 PY
+"$mpiexec" -n "$ranks" "${extra[@]}" "$pgs_mpi" "$overhead" 20000 "$jobs"
