@@ -2,12 +2,14 @@
 // kept in an attribute of the communicator: made on the first routed call,
 // destroyed by the attribute's delete callback when the program frees the
 // communicator, and before MPI finalizes for those never freed.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "layer.h"
@@ -46,11 +48,7 @@ int on_free(MPI_Comm, int, void *value, void *) {
   if (!e->strategy) return MPI_SUCCESS;
   {
     std::lock_guard<std::mutex> lock(made_mutex);
-    for (auto it = made.begin(); it != made.end(); ++it)
-      if (*it == e) {
-        made.erase(it);
-        break;
-      }
+    made.erase(std::remove(made.begin(), made.end(), e), made.end());
   }
   // Collective over the communicator, as its MPI_Comm_free is.
   InLibrary inside;
@@ -66,16 +64,6 @@ int keyval() {
     return key;
   }();
   return k;
-}
-
-// The backend the layer's strategies use: PGS_BACKEND, else fairring (this
-// layer exists for its collectives). "mpi" makes the layer count only.
-const char *backend() {
-  static const char *name = [] {
-    const char *b = std::getenv("PGS_BACKEND");
-    return b && *b ? b : "fairring";
-  }();
-  return name;
 }
 
 void set(MPI_Comm comm, Entry *e) { PMPI_Comm_set_attr(comm, keyval(), e); }
@@ -124,6 +112,22 @@ Entry *make(MPI_Comm comm) {
 }
 
 }  // namespace
+
+const char *backend() {
+  static const std::string name = [] {
+    const char *value = std::getenv("PGS_BACKEND");
+    const std::string v = value ? value : "";
+    if (v.find(':') == std::string::npos) return v.empty() ? std::string("fairring") : v;
+    // A list, device:name[,device:name]: the CPU's.
+    for (std::size_t at = 0; at <= v.size();) {
+      const std::size_t end = std::min(v.find(',', at), v.size());
+      if (v.compare(at, 4, "cpu:") == 0) return v.substr(at + 4, end - at - 4);
+      at = end + 1;
+    }
+    return std::string("fairring");
+  }();
+  return name.c_str();
+}
 
 void *lookup(MPI_Comm comm, bool *library) {
   if (finalizing.load(std::memory_order_relaxed)) {

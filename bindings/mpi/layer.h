@@ -134,6 +134,10 @@ class Buffer {
 };
 
 // comms.cpp: strategies for communicators.
+// The backend they use: PGS_BACKEND's for the CPU (a name, or the cpu:<name>
+// of a list), else fairring (the collectives the layer exists for). "mpi"
+// makes the layer count only.
+const char *backend();
 // Looks the communicator's entry up (no strategy is made here): *library set
 // for the library's own communicators.
 void *lookup(MPI_Comm comm, bool *library);

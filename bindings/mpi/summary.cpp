@@ -83,9 +83,8 @@ void print_summary() {
   PMPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
               MPI_COMM_WORLD);
   if (rank != 0) return;
-  const char *backend = std::getenv("PGS_BACKEND");
-  std::string out = "pgs-mpi summary: " + std::to_string(size) + " ranks, backend " +
-                    (backend && *backend ? backend : "fairring") + ", calls summed over ranks\n";
+  std::string out = "pgs-mpi summary: " + std::to_string(size) + " ranks, backend " + backend() +
+                    ", calls summed over ranks\n";
   char line[512];
   std::snprintf(line, sizeof line, "  %-26s %10s %12s %10s  %s\n", "collective", "routed", "bytes", "to MPI",
                 "why to MPI");
