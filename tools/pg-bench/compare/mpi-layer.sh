@@ -26,7 +26,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$mpicc" -O2 "$here/allreduce_loop.c" -o "$work/loop"
 extra=()
-if "$mpiexec" --version 2>&1 | grep -q "Open MPI"; then
+if "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
   extra=(--oversubscribe --bind-to none)
   [ "$(id -u)" -ne 0 ] || extra+=(--allow-run-as-root)
 fi
