@@ -1,8 +1,6 @@
 // One call of the program's: which way it goes, and what the library's types
 // and operations are for MPI's.
 #include <array>
-#include <climits>
-#include <cstdint>
 #include <utility>
 #include <vector>
 

@@ -24,14 +24,13 @@ void add(Kind kind, int column, unsigned long long n) {
   counts[static_cast<int>(kind)][column].fetch_add(n, std::memory_order_relaxed);
 }
 
-// PGS_MPI_SUMMARY: "1" prints, unset, empty or "0" does not; anything else
-// is said once and read as 0.
-bool wanted(int rank) {
+// PGS_MPI_SUMMARY on rank 0: "1" prints, unset, empty or "0" does not;
+// anything else is said and read as 0.
+bool wanted() {
   const char *v = std::getenv("PGS_MPI_SUMMARY");
   if (!v || !*v || std::strcmp(v, "0") == 0) return false;
   if (std::strcmp(v, "1") == 0) return true;
-  if (rank == 0)
-    std::fprintf(stderr, "pgs-mpi: PGS_MPI_SUMMARY='%s' is not 0 or 1: no summary printed\n", v);
+  std::fprintf(stderr, "pgs-mpi: PGS_MPI_SUMMARY='%s' is not 0 or 1: no summary printed\n", v);
   return false;
 }
 
@@ -76,13 +75,14 @@ void print_summary() {
   int rank = 0, size = 1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (!wanted(rank)) return;
+  // Every rank reduces, whatever its own environment says: the collective
+  // must not hang on a rank launched with other settings. Rank 0 decides.
   std::vector<unsigned long long> mine(kKinds * kColumns), sum(mine.size());
   for (int k = 0; k < kKinds; ++k)
     for (int c = 0; c < kColumns; ++c) mine[k * kColumns + c] = counts[k][c].load(std::memory_order_relaxed);
   PMPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
               MPI_COMM_WORLD);
-  if (rank != 0) return;
+  if (rank != 0 || !wanted()) return;
   std::string out = "pgs-mpi summary: " + std::to_string(size) + " ranks, backend " + backend() +
                     ", calls summed over ranks\n";
   char line[512];
