@@ -43,12 +43,5 @@ program test_layer_f08
 
 contains
 
-  subroutine expect(ok, what)
-    logical, intent(in) :: ok
-    character(*), intent(in) :: what
-    if (.not. ok) then
-      print '(a, i0, 2a)', 'rank ', rank, ': wrong: ', what
-      failures = failures + 1
-    end if
-  end subroutine
+#include "expect.inc"
 end program

@@ -26,14 +26,7 @@ program test_layer_fortran
 
 contains
 
-  subroutine expect(ok, what)
-    logical, intent(in) :: ok
-    character(*), intent(in) :: what
-    if (.not. ok) then
-      print '(a, i0, 2a)', 'rank ', rank, ': wrong: ', what
-      failures = failures + 1
-    end if
-  end subroutine
+#include "expect.inc"
 
   subroutine check_all(comm)
     integer, intent(in) :: comm
