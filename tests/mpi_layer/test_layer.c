@@ -294,6 +294,46 @@ static void mixed_descriptions(MPI_Comm comm, const char *where) {
   free(want);
 }
 
+/* --- MPI 4's large-count forms ------------------------------------------- */
+
+/* The _c entry points (MPI_Count counts, MPI_Aint displacements) take the same
+ * paths; small counts here, the arithmetic being the same above INT_MAX. */
+static void large_count_forms(MPI_Comm comm, const char *where) {
+#if MPI_VERSION >= 4
+  int rank, size;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  const MPI_Count n = 9;
+  double in[9], got[9], want[9];
+  for (int i = 0; i < n; ++i) in[i] = rank + i;
+  rc_ok(MPI_Allreduce_c(in, got, n, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce_c");
+  PMPI_Allreduce_c(in, want, n, MPI_DOUBLE, MPI_SUM, comm);
+  CHECK(!memcmp(got, want, sizeof got), "allreduce_c on %s differs", where);
+  memcpy(got, in, sizeof got);
+  memcpy(want, in, sizeof want);
+  rc_ok(MPI_Bcast_c(got, n, MPI_DOUBLE, size - 1, comm), "MPI_Bcast_c");
+  PMPI_Bcast_c(want, n, MPI_DOUBLE, size - 1, comm);
+  CHECK(!memcmp(got, want, sizeof got), "bcast_c on %s differs", where);
+  MPI_Count *counts = malloc(sizeof(MPI_Count) * size);
+  MPI_Aint *displs = malloc(sizeof(MPI_Aint) * size);
+  MPI_Count total = 0;
+  for (int r = 0; r < size; ++r) counts[r] = r + 1, displs[r] = total, total += r + 1;
+  int *all = calloc((size_t)total, sizeof(int)), *all_want = calloc((size_t)total, sizeof(int));
+  int mine[64];
+  for (int i = 0; i <= rank; ++i) mine[i] = rank * 10 + i;
+  rc_ok(MPI_Allgatherv_c(mine, counts[rank], MPI_INT, all, counts, displs, MPI_INT, comm), "MPI_Allgatherv_c");
+  PMPI_Allgatherv_c(mine, counts[rank], MPI_INT, all_want, counts, displs, MPI_INT, comm);
+  CHECK(!memcmp(all, all_want, sizeof(int) * (size_t)total), "allgatherv_c on %s differs", where);
+  free(all);
+  free(all_want);
+  free(counts);
+  free(displs);
+#else
+  (void)comm;
+  (void)where;
+#endif
+}
+
 static void every_collective(MPI_Comm comm, const char *where) {
   const struct dtype dtypes[] = {
       {MPI_INT, "MPI_INT", 0},       {MPI_LONG, "MPI_LONG", 0},         {MPI_UNSIGNED, "MPI_UNSIGNED", 0},
@@ -326,6 +366,7 @@ static void every_collective(MPI_Comm comm, const char *where) {
   movement(comm, where, strided, "a vector of MPI_SHORT");
   movement(comm, where, pair, "MPI_DOUBLE_INT");
   mixed_descriptions(comm, where);
+  large_count_forms(comm, where);
   MPI_Type_free(&triple);
   MPI_Type_free(&strided);
 }
