@@ -6,12 +6,7 @@
 
 namespace pgs_mpi {
 
-bool Buffer::one(Call &call, const void *buf, MPI_Count count, MPI_Datatype type) {
-  return set(call, buf, {count}, {0}, type);
-}
-
-bool Buffer::set(Call &call, const void *buf, std::vector<MPI_Count> counts, std::vector<MPI_Count> displs,
-                 MPI_Datatype type) {
+bool Buffer::set(Call &call, const void *buf, MPI_Datatype type) {
   if (call.library()) return false;
   call.bad_datatype();
   MPI_Count size = 0, lb = 0, extent = 0, true_lb = 0, true_extent = 0;
@@ -23,15 +18,14 @@ bool Buffer::set(Call &call, const void *buf, std::vector<MPI_Count> counts, std
   comm_ = call.comm();
   type_ = type;
   buf_ = static_cast<char *>(const_cast<void *>(buf));
-  elements_ = std::move(counts);
-  offsets_.resize(elements_.size());
-  counts_.resize(elements_.size());
-  displs_.resize(elements_.size());
+  const std::size_t n = elements_.size();
+  counts_.resize(n);
+  displs_.resize(n);
   total_ = 0;
   MPI_Aint lowest = 0;
-  for (std::size_t i = 0; i < elements_.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     if (elements_[i] < 0 || (!contiguous && elements_[i] > INT_MAX && MPI_VERSION < 4)) return false;
-    offsets_[i] = static_cast<MPI_Aint>(displs[i] * extent);
+    offsets_[i] = static_cast<MPI_Aint>(offsets_[i] * extent);
     counts_[i] = static_cast<std::size_t>(elements_[i] * size);
     lowest = i == 0 ? offsets_[i] : std::min(lowest, offsets_[i]);
     total_ += counts_[i];
@@ -41,13 +35,13 @@ bool Buffer::set(Call &call, const void *buf, std::vector<MPI_Count> counts, std
     // true lower bound.
     stage_.clear();
     data_ = buf_ + lowest + true_lb;
-    for (std::size_t i = 0; i < displs_.size(); ++i) displs_[i] = static_cast<std::size_t>(offsets_[i] - lowest);
+    for (std::size_t i = 0; i < n; ++i) displs_[i] = static_cast<std::size_t>(offsets_[i] - lowest);
   } else {
     // Packed one after the other.
     stage_.assign(std::max<std::size_t>(total_, 1), 0);
     data_ = stage_.data();
     std::size_t at = 0;
-    for (std::size_t i = 0; i < displs_.size(); ++i) displs_[i] = at, at += counts_[i];
+    for (std::size_t i = 0; i < n; ++i) displs_[i] = at, at += counts_[i];
   }
   return true;
 }

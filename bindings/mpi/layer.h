@@ -7,7 +7,6 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <utility>
 #include <vector>
 
 #include "pg_strategy.h"
@@ -50,7 +49,8 @@ class InLibrary {
 
 // One call of the program's: which communicator, whether the layer routes it,
 // and what the summary counts. An entry point makes one, checks its arguments
-// (reduces, moves), asks for the strategy, then passes or finishes.
+// (reduces; a Buffer for each side of a data movement), asks for the
+// strategy, then passes or finishes.
 class Call {
  public:
   Call(Kind kind, MPI_Comm comm);
@@ -99,14 +99,20 @@ class Buffer {
  public:
   // One run of `count` elements at `buf`. False for a datatype or count MPI
   // rejects (the call then goes to MPI, which says what is wrong).
-  bool one(Call &call, const void *buf, MPI_Count count, MPI_Datatype type);
+  bool one(Call &call, const void *buf, MPI_Count count, MPI_Datatype type) {
+    elements_.resize(1);
+    offsets_.resize(1);
+    elements_[0] = count;
+    offsets_[0] = 0;
+    return set(call, buf, type);
+  }
   // n runs: counts[i] elements at buf + displs[i] extents.
   template <typename C, typename D>
   bool runs(Call &call, const void *buf, int n, const C *counts, const D *displs, MPI_Datatype type) {
-    std::vector<MPI_Count> c(static_cast<std::size_t>(n));
-    std::vector<MPI_Count> d(c.size());
-    for (int i = 0; i < n; ++i) c[static_cast<std::size_t>(i)] = counts[i], d[static_cast<std::size_t>(i)] = displs[i];
-    return set(call, buf, std::move(c), std::move(d), type);
+    elements_.resize(static_cast<std::size_t>(n));
+    offsets_.resize(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) elements_[i] = counts[i], offsets_[i] = displs[i];
+    return set(call, buf, type);
   }
 
   // Where the library reads and writes: run i at data() + displs()[i].
@@ -119,17 +125,36 @@ class Buffer {
   void unpack();  // and back
 
  private:
-  bool set(Call &call, const void *buf, std::vector<MPI_Count> counts, std::vector<MPI_Count> displs,
-           MPI_Datatype type);
+  // Per run: inline for one run (a call's common case: no allocation), on
+  // the heap for more.
+  template <typename T>
+  class PerRun {
+   public:
+    void resize(std::size_t n) {
+      n_ = n;
+      if (n > 1) many_.resize(n);
+    }
+    std::size_t size() const { return n_; }
+    T &operator[](std::size_t i) { return n_ > 1 ? many_[i] : one_; }
+    const T *data() const { return n_ > 1 ? many_.data() : &one_; }
+
+   private:
+    std::size_t n_ = 0;
+    T one_{};
+    std::vector<T> many_;
+  };
+
+  // Scales offsets_ (in extents) to bytes and lays the runs out.
+  bool set(Call &call, const void *buf, MPI_Datatype type);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   char *buf_ = nullptr;
-  std::vector<MPI_Count> elements_;  // per run
-  std::vector<MPI_Aint> offsets_;    // per run, bytes from buf_
-  std::vector<char> stage_;          // empty: not staged
+  PerRun<MPI_Count> elements_;  // per run
+  PerRun<MPI_Aint> offsets_;    // per run, bytes from buf_
+  std::vector<char> stage_;     // empty: not staged
   char *data_ = nullptr;
-  std::vector<std::size_t> counts_, displs_;
+  PerRun<std::size_t> counts_, displs_;
   std::size_t total_ = 0;
 };
 
