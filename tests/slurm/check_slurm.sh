@@ -6,13 +6,14 @@
 #
 #   check_slurm.sh --plugin pmi2 --demo allreduce_demo --topo pg-topo [--fortran heat1d]
 #                  [--torch PYTHON]   (a Python with torch and pgstrategy_torch on its PYTHONPATH)
+#                  [--layer PGS_MPI --plain-mpi cg_mpi]   (the MPI layer under srun)
 #
 # --plugin is the srun --mpi value the MPI library speaks (MPICH: pmi2, Open
 # MPI: pmix).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 examples=$here/../../examples/slurm
-plugin="" demo="" topo="" fortran="" torch_python=""
+plugin="" demo="" topo="" fortran="" torch_python="" pgs_mpi="" plain_mpi=""
 while [ $# -gt 0 ]; do
   case $1 in
     --plugin) plugin=$2 ;;
@@ -20,6 +21,8 @@ while [ $# -gt 0 ]; do
     --topo) topo=$2 ;;
     --fortran) fortran=$2 ;;
     --torch) torch_python=$2 ;;
+    --layer) pgs_mpi=$2 ;;
+    --plain-mpi) plain_mpi=$2 ;;
     *) echo "unknown option '$1'" >&2; exit 2 ;;
   esac
   shift 2
@@ -135,6 +138,12 @@ verdict out "strategy: backend 'fairring' (PGS_BACKEND)" out "over 4 ranks" out 
 if [ -n "$fortran" ]; then
   check srun_fortran srun -n 2 --mpi="$plugin" "$fortran"
   verdict out "heat1d on 2 ranks" out "heat1d: OK"
+fi
+
+# An unmodified MPI program through the MPI layer: srun pgs-mpi ./app.
+if [ -n "$pgs_mpi" ]; then
+  check srun_mpi_layer env PGS_MPI_SUMMARY=1 srun -n 2 --mpi="$plugin" "$pgs_mpi" "$plain_mpi" 512
+  verdict out "cg_mpi: n=512 on 2 ranks, .*: OK" err "pgs-mpi summary: routed [1-9][0-9]* calls"
 fi
 
 # The PyTorch examples in steps of 2 tasks: init_process_group("pgstrategy"),
