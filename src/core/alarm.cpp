@@ -4,7 +4,6 @@
 
 #include "core/memory.h"
 #include "core/runtime.h"
-#include "util/owned_comm.h"
 #include "util/status.h"
 
 namespace pg {
@@ -52,7 +51,6 @@ pg_status Alarm::create(MPI_Comm comm, const topology::Layout &layout, std::uniq
   }
   if (!everyone_shares) {
     PG_MPI_CHECK(MPI_Comm_dup(comm, &a->control_));
-    mark_owned(a->control_);
     PG_MPI_CHECK(MPI_Comm_set_errhandler(a->control_, MPI_ERRORS_RETURN));
     PG_MPI_CHECK(MPI_Irecv(&a->received_, 1, MPI_UINT64_T, MPI_ANY_SOURCE, kNoticeTag, a->control_, &a->posted_));
   }

@@ -2,7 +2,6 @@
 
 #include "core/runtime.h"
 #include "util/log.h"
-#include "util/owned_comm.h"
 #include "util/status.h"
 
 namespace pg {
@@ -19,8 +18,7 @@ pg_status make_instance(const BackendEntry &entry, MPI_Comm comm, const topology
                         const InstanceEnv &env, std::unique_ptr<Instance> *out) {
   auto inst = std::make_unique<Instance>();
   inst->name = entry.name;
-  PG_MPI_CHECK(MPI_Comm_dup(comm, &inst->comm));
-  mark_owned(inst->comm);
+  PG_MPI_CHECK(MPI_Comm_dup(comm, &inst->comm));  // carries the library's mark (util/owned_comm.h)
   // MPI errors come back as statuses with MPI's own text.
   PG_MPI_CHECK(MPI_Comm_set_errhandler(inst->comm, MPI_ERRORS_RETURN));
   PG_CHECK(topology::dup_layout(layout, &inst->layout));

@@ -7,8 +7,10 @@
 
 namespace pg {
 
-// Marks `comm` (made by the library) as the library's. A duplicate of a marked
-// communicator is marked too: MPI copies the mark with MPI_Comm_dup.
+// Marks `comm` (made by the library) as the library's. Every communicator the
+// library splits or duplicates from one of the program's is marked where it is
+// made; a duplicate of a marked communicator carries the mark already (MPI
+// copies it with MPI_Comm_dup), as do a backend's duplicates of its own.
 void mark_owned(MPI_Comm comm);
 bool is_owned(MPI_Comm comm);
 
