@@ -1,6 +1,7 @@
 // One call of the program's: which way it goes, and what the library's types
 // and operations are for MPI's.
 #include <array>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -134,7 +135,14 @@ int Call::pass(Why why, int rc) {
 int Call::finish(pg_status status, std::size_t bytes) {
   count_routed(kind_, bytes);
   if (status == PG_OK) return MPI_SUCCESS;
-  int code = error_code(status);
+  const int code = error_code(status, pg_last_error());
+  PMPI_Comm_call_errhandler(comm_, code);
+  return code;
+}
+
+int Call::refuse_null(const char *fn, const char *array) {
+  const std::string message = std::string(fn) + ": " + array + " is NULL";
+  const int code = error_code(PG_ERR_INVALID_ARGUMENT, message.c_str());
   PMPI_Comm_call_errhandler(comm_, code);
   return code;
 }

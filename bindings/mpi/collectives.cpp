@@ -6,6 +6,8 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "layer.h"
@@ -15,6 +17,13 @@ using namespace pgs_mpi;
 namespace {
 
 char *at(void *p, std::size_t offset) { return static_cast<char *>(p) + offset; }
+
+// The name of the first null array among those this rank reads, or null.
+const char *null_of(std::initializer_list<std::pair<const void *, const char *>> arrays) {
+  for (const auto &a : arrays)
+    if (!a.first) return a.second;
+  return nullptr;
+}
 
 // Each collective once, for MPI's int counts and (MPI 4) the _c forms'
 // MPI_Count ones; `mpi` is the call to MPI's own entry point.
@@ -85,6 +94,8 @@ int allgatherv(const void *sendbuf, Count sendcount, MPI_Datatype sendtype, void
   const bool in_place = sendbuf == MPI_IN_PLACE;
   Buffer send, recv;
   if (!c.strategy()) return c.pass(mpi());
+  if (const char *array = null_of({{recvcounts, "recvcounts"}, {displs, "displs"}}))
+    return c.refuse_null("MPI_Allgatherv", array);
   pg_strategy *s = c.strategy();
   const std::size_t rank = static_cast<std::size_t>(pg_strategy_rank(s));
   if (!recv.runs(c, recvbuf, pg_strategy_size(s), recvcounts, displs, recvtype) ||
@@ -128,6 +139,8 @@ int gatherv(const void *sendbuf, Count sendcount, MPI_Datatype sendtype, void *r
   if (!c.strategy()) return c.pass(mpi());
   pg_strategy *s = c.strategy();
   const bool is_root = pg_strategy_rank(s) == root;
+  if (const char *array = is_root ? null_of({{recvcounts, "recvcounts"}, {displs, "displs"}}) : nullptr)
+    return c.refuse_null("MPI_Gatherv", array);
   if ((is_root && !recv.runs(c, recvbuf, pg_strategy_size(s), recvcounts, displs, recvtype)) ||
       (!(is_root && in_place) && !send.one(c, sendbuf, sendcount, sendtype)))
     return c.pass(mpi());
@@ -173,6 +186,8 @@ int scatterv(const void *sendbuf, const Count sendcounts[], const Displ displs[]
   if (!c.strategy()) return c.pass(mpi());
   pg_strategy *s = c.strategy();
   const bool is_root = pg_strategy_rank(s) == root;
+  if (const char *array = is_root ? null_of({{sendcounts, "sendcounts"}, {displs, "displs"}}) : nullptr)
+    return c.refuse_null("MPI_Scatterv", array);
   if ((is_root && !send.runs(c, sendbuf, pg_strategy_size(s), sendcounts, displs, sendtype)) ||
       (!(is_root && in_place) && !recv.one(c, recvbuf, recvcount, recvtype)))
     return c.pass(mpi());
@@ -213,6 +228,11 @@ int alltoallv(const void *sendbuf, const Count sendcounts[], const Displ sdispls
   const bool in_place = sendbuf == MPI_IN_PLACE;
   Buffer send, recv;
   if (!c.strategy()) return c.pass(mpi());
+  if (const char *array = null_of({{recvcounts, "recvcounts"},
+                                   {rdispls, "rdispls"},
+                                   {in_place ? recvcounts : sendcounts, "sendcounts"},
+                                   {in_place ? rdispls : sdispls, "sdispls"}}))
+    return c.refuse_null("MPI_Alltoallv", array);
   pg_strategy *s = c.strategy();
   const int size = pg_strategy_size(s);
   if (!recv.runs(c, recvbuf, size, recvcounts, rdispls, recvtype) ||
@@ -255,6 +275,7 @@ int reduce_scatter(const void *sendbuf, void *recvbuf, const Count recvcounts[],
   pg_op o;
   std::size_t elem;
   if (!c.reduces(datatype, op, 1, &d, &o, &elem) || !c.strategy()) return c.pass(mpi());
+  if (!recvcounts) return c.refuse_null("MPI_Reduce_scatter", "recvcounts");
   pg_strategy *s = c.strategy();
   const int size = pg_strategy_size(s), rank = pg_strategy_rank(s);
   std::vector<std::size_t> counts(static_cast<std::size_t>(size));

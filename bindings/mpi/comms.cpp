@@ -22,11 +22,11 @@ struct Entry {
   MPI_Comm comm = MPI_COMM_NULL;
   pg_strategy *strategy = nullptr;
   Why why = Why::no_strategy;
-  bool library = false;
 };
 
-// Entries without a strategy are shared, one per reason.
-Entry library_entry{MPI_COMM_NULL, nullptr, Why::no_strategy, true};
+// Entries without a strategy are shared: one for the library's communicators
+// (and the program's while the library makes its strategy), one per reason.
+Entry library_entry;
 
 Entry *declined_for(Why why) {
   static std::array<Entry, static_cast<std::size_t>(Why::count_)> declined = [] {
@@ -102,7 +102,7 @@ Entry *make(MPI_Comm comm) {
     set(comm, declined_for(Why::no_strategy));
     return declined_for(Why::no_strategy);
   }
-  auto *e = new Entry{comm, s, Why::no_strategy, false};
+  auto *e = new Entry{comm, s, Why::no_strategy};
   {
     std::lock_guard<std::mutex> lock(made_mutex);
     made.push_back(e);
@@ -138,7 +138,7 @@ void *lookup(MPI_Comm comm, bool *library) {
   int found = 0;
   PMPI_Comm_get_attr(comm, keyval(), &value, &found);
   if (found) {
-    *library = static_cast<Entry *>(value)->library;
+    *library = value == &library_entry;
     return value;
   }
   // First sight of this communicator: the library's own ones are remembered

@@ -46,12 +46,12 @@ int code_in(int cls, const char *text) {
 
 }  // namespace
 
-int error_code(pg_status status) {
+int error_code(pg_status status, const char *message) {
   static std::mutex mutex;
   static int codes[PG_ERR_ABORTED + 1] = {};
   const int index = status >= 0 && status <= PG_ERR_ABORTED ? status : PG_ERR_INTERNAL;
   char text[MPI_MAX_ERROR_STRING];
-  std::snprintf(text, sizeof text, "pgstrategy: %s: %s", pg_status_name(status), pg_last_error());
+  std::snprintf(text, sizeof text, "pgstrategy: %s: %s", pg_status_name(status), message);
   std::lock_guard<std::mutex> lock(mutex);
   if (codes[index] == 0) {
     // In the MPI class that fits, else in a class of the layer's own.

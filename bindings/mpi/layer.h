@@ -74,6 +74,10 @@ class Call {
   // The strategy ran it: counted with its bytes; a failure is reported through
   // the communicator's error handler, its text the library's message.
   int finish(pg_status status, std::size_t bytes);
+  // A null count or displacement array this rank would read (both MPIs read
+  // through it and crash): MPI_ERR_ARG naming it, through the communicator's
+  // error handler, instead.
+  int refuse_null(const char *fn, const char *array);
 
   MPI_Comm comm() const { return comm_; }
   // A datatype the call cannot take (MPI will say why): counted as such.
@@ -178,8 +182,8 @@ void count_passed(Kind kind, Why why);
 // PGS_MPI_SUMMARY=1: rank 0 prints the table (collective over MPI_COMM_WORLD).
 void print_summary();
 
-// errors.cpp: a library failure as an MPI error code of a fitting class,
-// whose MPI_Error_string is the library's message.
-int error_code(pg_status status);
+// errors.cpp: a failure as an MPI error code of the class that fits
+// `status`, whose MPI_Error_string is `message`.
+int error_code(pg_status status, const char *message);
 
 }  // namespace pgs_mpi

@@ -451,6 +451,20 @@ static void failure(void) {
   MPI_Error_string(rc, text, &len);
   CHECK(rc != MPI_SUCCESS && strstr(text, "pgstrategy") && strstr(text, "overlap"),
         "overlapping buffers: rc %d, '%s'", rc, text);
+  /* A null count array, which MPI itself reads through: an error naming it,
+   * and the process goes on. */
+  int one_each[64] = {0}, got[64];
+  int rcv = MPI_Allgatherv(&one, 1, MPI_INT, got, NULL, one_each, MPI_INT, comm);
+  text[0] = 0;
+  MPI_Error_string(rcv, text, &len);
+  CHECK(rcv != MPI_SUCCESS && strstr(text, "MPI_Allgatherv: recvcounts is NULL"),
+        "allgatherv with NULL recvcounts: rc %d, '%s'", rcv, text);
+  rcv = MPI_Reduce_scatter(one_each, got, NULL, MPI_INT, MPI_SUM, comm);
+  text[0] = 0;
+  MPI_Error_string(rcv, text, &len);
+  CHECK(rcv != MPI_SUCCESS && strstr(text, "MPI_Reduce_scatter: recvcounts is NULL"),
+        "reduce_scatter with NULL recvcounts: rc %d, '%s'", rcv, text);
+  rc_ok(MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce (after the failures)");
   MPI_Comm_free(&comm);
 }
 
