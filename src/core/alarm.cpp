@@ -121,9 +121,13 @@ pg_status Alarm::check() {
 
 pg_status Alarm::report(std::uint64_t value) {
   const int rank = static_cast<int>(value >> 2) - 1;
+  const bool abort = static_cast<Cause>(value & 3) == Cause::aborted;
+  // This rank's own abort, seen by a wait that read the abort flag just before
+  // pg_strategy_abort set it: the call was aborted, as if it had seen the flag.
+  if (rank == rank_ && abort) return aborted();
   if (rank == rank_)
-    return fail(PG_ERR_BACKEND, "this rank's strategy failed or was aborted earlier; nothing more can run on it");
-  if (static_cast<Cause>(value & 3) == Cause::aborted)
+    return fail(PG_ERR_BACKEND, "this rank's strategy failed earlier; nothing more can run on it");
+  if (abort)
     return fail(PG_ERR_BACKEND,
                 "rank %d aborted the strategy (pg_strategy_abort): this call cannot finish and the strategy is "
                 "unusable; destroy it",

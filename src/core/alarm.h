@@ -44,8 +44,9 @@ class Alarm final : public PeerWatch {
   // level allows it from this thread), or at a later raise that may. The
   // first alarm a rank learned of stays.
   void raise(Cause cause, bool notify);
-  // PG_ERR_BACKEND naming the rank when a peer (or this rank) raised the
-  // alarm, as far as this rank knows; PG_OK otherwise. Thread-safe.
+  // PG_ERR_BACKEND naming the rank when a peer (or this rank, failing)
+  // raised the alarm, as far as this rank knows; PG_ERR_ABORTED when this
+  // rank's strategy was aborted; PG_OK otherwise. Thread-safe.
   pg_status check() override;
   // The same without MPI: the node's word and what this rank already knew.
   pg_status check_node();
