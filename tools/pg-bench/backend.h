@@ -80,6 +80,8 @@ class Backend {
   // True for a baseline that copies the row's bytes instead of running the
   // collective: its results are not checked, and its busbw is bytes / time.
   virtual bool copies_only() const { return false; }
+  // Whether the sweep checks its results (not for copy baselines, nor the bound).
+  virtual bool checked() const { return !copies_only(); }
 
   // Buffers. By default the sweep hands every backend the same host buffers;
   // a backend that needs its own (device memory, pg_mem_alloc) says so and
@@ -133,6 +135,8 @@ std::unique_ptr<Backend> make_mpi_raw();
 // The copy ceilings (baseline_memcpy.cpp): host memory, or device memory with cuda.
 std::unique_ptr<Backend> make_memcpy(bool cuda);
 std::unique_ptr<Backend> make_memcpy_pinned(bool cuda);
+// The bound (baseline_bound.cpp): an allreduce's data movement in shared memory, copies only.
+std::unique_ptr<Backend> make_bound();
 // A baseline whose library is not in this build: it reports itself unavailable.
 std::unique_ptr<Backend> make_not_built(const std::string &name, const std::string &library);
 std::unique_ptr<Backend> make_gloo_raw();

@@ -9,7 +9,7 @@ namespace pgbench {
 namespace {
 
 bool is_baseline(const std::string &name) {
-  return name == "mpi-raw" || name == "memcpy" || name == "memcpy-pinned" || name == "gloo-raw" ||
+  return name == "mpi-raw" || name == "memcpy" || name == "memcpy-pinned" || name == "bound" || name == "gloo-raw" ||
          name == "nccl-raw";
 }
 
@@ -17,6 +17,7 @@ std::unique_ptr<Backend> make_backend(const std::string &name, bool cuda) {
   if (name == "mpi-raw") return make_mpi_raw();
   if (name == "memcpy") return make_memcpy(cuda);
   if (name == "memcpy-pinned") return make_memcpy_pinned(cuda);
+  if (name == "bound") return make_bound();
   if (name == "gloo-raw") return make_gloo_raw();
   if (name == "nccl-raw") return make_nccl_raw();
   return make_pg_backend(name);

@@ -7,6 +7,7 @@
 // inside it, so that one case aborts the job.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -55,7 +56,8 @@ int run(const Options &opts, MPI_Comm comm) {
   size_t max_bytes = 0;
   plan_layouts(opts, nranks, &max_bytes);
   const SetupInfo info{comm, rank, nranks, max_bytes, opts.mem_alloc, opts.device == "cuda"};
-  const std::vector<std::string> names = opts.backends.empty() ? default_backends(info.cuda) : opts.backends;
+  std::vector<std::string> names = opts.backends.empty() ? default_backends(info.cuda) : opts.backends;
+  if (opts.bound && std::find(names.begin(), names.end(), "bound") == names.end()) names.push_back("bound");
   std::vector<std::string> skipped;
   std::vector<std::unique_ptr<Backend>> backends;
   try {

@@ -117,7 +117,8 @@ std::string usage_text() {
        "                          cuda) and memcpy-pinned (--device cuda: every rank copies\n"
        "                          the row's bytes device to pinned host memory and back at\n"
        "                          once, on two streams: the ceiling of a pipeline staged\n"
-       "                          through the host). Copy rows are not checked.\n"
+       "                          through the host), bound (as --bound). Copy rows and the\n"
+       "                          bound's are not checked.\n"
        "                          Default: the device's default backend and its raw library\n"
        "                          (cpu: mpi, mpi-raw, and gloo-raw when built with Gloo;\n"
        "                          cuda: nccl, nccl-raw). Unavailable ones are skipped.\n"
@@ -139,6 +140,10 @@ std::string usage_text() {
        "                          that computes its input every step; without it an\n"
        "                          out-of-place input that calls only read stays in every\n"
        "                          reader's cache from call to call (--device cpu)\n"
+       "      --bound             also run the bound: the data movement an allreduce\n"
+       "                          needs in one node's shared memory, copies and flag\n"
+       "                          rounds only (docs/performance.md); each allreduce row\n"
+       "                          then shows its time over the bound's (x bound)\n"
        "      --thread-level L    MPI thread level to ask for: single, funneled,\n"
        "                          serialized, multiple (default multiple)\n"
        "  -h, --help              this text\n"
@@ -154,7 +159,7 @@ std::string usage_text() {
 }
 
 std::string parse_options(int argc, char **argv, Options *out) {
-  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern, kLoad, kFreshInput };  // long-only flags
+  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern, kLoad, kFreshInput, kBound };  // long-only flags
   static const option kFlags[] = {
       {"minbytes", required_argument, nullptr, 'b'},
       {"maxbytes", required_argument, nullptr, 'e'},
@@ -170,6 +175,7 @@ std::string parse_options(int argc, char **argv, Options *out) {
       {"csv", required_argument, nullptr, kCsv},
       {"mem-alloc", no_argument, nullptr, kMemAlloc},
       {"fresh-input", no_argument, nullptr, kFreshInput},
+      {"bound", no_argument, nullptr, kBound},
       {"device", required_argument, nullptr, kDevice},
       {"thread-level", required_argument, nullptr, kThreadLevel},
       {"pattern", required_argument, nullptr, kPattern},
@@ -193,7 +199,8 @@ std::string parse_options(int argc, char **argv, Options *out) {
       // A bad long flag is the argument getopt_long just passed; a bad short
       // one may sit inside a cluster ("-hZ"), so it is named by optopt.
       const std::string arg = argv[optind - 1];
-      const bool no_value = c == '?' && (optopt == 'h' || optopt == kMemAlloc || optopt == kFreshInput);
+      const bool no_value = c == '?' && (optopt == 'h' || optopt == kMemAlloc || optopt == kFreshInput ||
+                                           optopt == kBound);
       const bool written_long = arg.rfind("--", 0) == 0 && (c == ':' || optopt == 0 || no_value);
       flag = written_long ? arg.substr(0, arg.find('=')) : std::string("-") + char(optopt);
       if (c == ':') return "flag " + flag + " needs a value (see -h)";
@@ -279,6 +286,9 @@ std::string parse_options(int argc, char **argv, Options *out) {
       case kFreshInput:
         o.fresh_input = true;
         break;
+      case kBound:
+        o.bound = true;
+        break;
       case kDevice:
         if (value != "cpu" && value != "cuda") return bad("expected cpu or cuda");
         o.device = value;
@@ -303,6 +313,9 @@ std::string parse_options(int argc, char **argv, Options *out) {
            std::to_string(o.max_bytes) + ")";
   if (o.fresh_input && o.device != "cpu")
     return "--fresh-input rewrites host buffers: it needs --device cpu (given --device " + o.device + ")";
+  if (o.bound && o.device != "cpu")
+    return "--bound measures host memory shared between a node's cores: it needs --device cpu (given --device " +
+           o.device + ")";
   const std::string why = op_dtype_mismatch(o.dtype, o.op);
   if (!why.empty()) return why;
   *out = o;

@@ -31,6 +31,7 @@ struct Options {
   int repetitions = 1;
   int load = 0;                           // --load: CPU-bound processes beside rank 0
   bool fresh_input = false;               // --fresh-input: inputs written again before each timed call
+  bool bound = false;                     // --bound: the bound's rows, and each row's time against them
   std::string thread_level = "multiple";  // MPI thread level pg-bench asks for
   bool help = false;
 };

@@ -83,6 +83,22 @@ bool size_ratio(const Results &res, size_t c, size_t s, size_t b, size_t raw, in
   return true;
 }
 
+// The bound's backend index (--bound), or res.backends.size() where it has no
+// rows: it did not run, or collective c is not an allreduce.
+size_t bound_index(const Results &res, size_t c) {
+  if (res.collectives[c] != Collective::Allreduce) return res.backends.size();
+  return static_cast<size_t>(std::find(res.backends.begin(), res.backends.end(), "bound") - res.backends.begin());
+}
+
+// The "x bound" column, shown when the bound ran: a space and `text` in its width.
+constexpr int kBoundWidth = 8;
+std::string bound_cell(bool shown, const std::string &text) {
+  if (!shown) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " %*s", kBoundWidth, text.c_str());
+  return buf;
+}
+
 }  // namespace
 
 double algbw(size_t bytes, double time_us) {
@@ -126,6 +142,9 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
                opts_.repetitions > 1 ? "; rows: median over repetitions, min-max: the fastest and slowest repetition's time" : "");
   std::fprintf(out_, "# algbw = size / time; busbw = algbw * factor (allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1, root 0;\n"
                      "#   memcpy, memcpy-pinned: factor 1, bytes copied / time)\n");
+  if (opts_.bound)
+    std::fprintf(out_, "# x bound = time / the bound's time, same size and placement (the bound: an allreduce's data "
+                       "movement in shared memory, copies and flag rounds only)\n");
   for (Collective c : opts_.collectives)
     if (is_uneven(c)) {
       std::fprintf(out_, "# uneven collectives: pattern %s (size: allgatherv's result, reduce_scatterv's input, what each "
@@ -141,7 +160,8 @@ void Report::table_header(const Results &res, size_t c) const {
   const Collective coll = res.collectives[c];
   const int w = static_cast<int>(name_width(res));
   const bool spread = res.repetitions > 1;
-  const int block = spread ? 36 + 1 + kSpreadWidth : 36;
+  const bool bound = bound_index(res, c) < res.backends.size();
+  const int block = 36 + (spread ? 1 + kSpreadWidth : 0) + (bound ? 1 + kBoundWidth : 0);
   std::fprintf(out_, "#\n# %s (busbw factor %.3f on %d ranks)\n", collective_name(coll),
                busbw_factor(coll, res.nranks), res.nranks);
   // Each placement's block is `block` columns wide, after 44 + w columns of row key.
@@ -150,11 +170,11 @@ void Report::table_header(const Results &res, size_t c) const {
   std::string names, units;
   for (int ip = 0; ip < 2; ++ip) {
     char buf[128];
-    std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s", "time", spread_cell(spread, "min-max").c_str(), "algbw",
-                  "busbw", "#wrong");
+    std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s%s", "time", spread_cell(spread, "min-max").c_str(), "algbw",
+                  "busbw", "#wrong", bound_cell(bound, "x bound").c_str());
     names += buf;
-    std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s", "(us)", spread_cell(spread, "(us)").c_str(), "(GB/s)",
-                  "(GB/s)", "");
+    std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s%s", "(us)", spread_cell(spread, "(us)").c_str(), "(GB/s)",
+                  "(GB/s)", "", bound_cell(bound, "(time)").c_str());
     units += buf;
   }
   std::fprintf(out_, "#%12s %12s %9s %7s %*s%s\n", "size", "count", "type", "redop", w, "backend", names.c_str());
@@ -169,20 +189,26 @@ void Report::rows_done(const Results &res, size_t c, size_t s) const {
   const Layout &l = res.layouts[c][s];
   const int w = static_cast<int>(name_width(res));
   const bool spread = res.repetitions > 1;
+  const size_t bound = bound_index(res, c);
+  const bool bounded = bound < res.backends.size();
   for (size_t b = 0; b < res.backends.size(); ++b) {
     std::string cells;
     bool any = false;
     for (int ip = 0; ip < 2; ++ip) {
-      Row row;
-      char range[64], buf[160];
+      Row row, limit;
+      char range[64], times[32] = "-", buf[192];
       if (row_over_repetitions(res, c, s, b, ip, &row)) {
         any = true;
         const double alg = algbw(l.bytes, row.time_us);
         std::snprintf(range, sizeof range, "%.2f-%.2f", row.min_us, row.max_us);
-        std::snprintf(buf, sizeof buf, "  %10.2f%s %7.2f %7.2f %7s", row.time_us, spread_cell(spread, range).c_str(),
-                      alg, alg * res.busbw_factor(c, b), row.checked ? std::to_string(row.wrong).c_str() : "N/A");
+        if (bounded && row_over_repetitions(res, c, s, bound, ip, &limit) && limit.time_us > 0)
+          std::snprintf(times, sizeof times, "%.2f", row.time_us / limit.time_us);
+        std::snprintf(buf, sizeof buf, "  %10.2f%s %7.2f %7.2f %7s%s", row.time_us, spread_cell(spread, range).c_str(),
+                      alg, alg * res.busbw_factor(c, b), row.checked ? std::to_string(row.wrong).c_str() : "N/A",
+                      bound_cell(bounded, times).c_str());
       } else {
-        std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s", "-", spread_cell(spread, "-").c_str(), "-", "-", "-");
+        std::snprintf(buf, sizeof buf, "  %10s%s %7s %7s %7s%s", "-", spread_cell(spread, "-").c_str(), "-", "-", "-",
+                      bound_cell(bounded, "-").c_str());
       }
       cells += buf;
     }

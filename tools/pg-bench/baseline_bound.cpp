@@ -1,0 +1,186 @@
+// The bound (--bound): what this machine allows an allreduce of the row's
+// bytes among the ranks of one node, measured here rather than computed from
+// a data sheet. Its row runs the data movement that any allreduce in shared
+// memory must make with ordinary buffers, as copies between the ranks' cores,
+// without the arithmetic, on the faster of the two schedules that need the
+// fewest flag rounds and the fewest bytes pulled (docs/performance.md, "The
+// bound"):
+//
+//   exchange     each rank writes its input into its shared part; one flag
+//                round; each copies every peer's n bytes out of the peer's
+//                cache: (L-1) n pulled, one round.
+//   reduce-scatter then all-gather
+//                each rank writes the blocks the others reduce; one round;
+//                pulls its block from every peer (the reduction, as copies)
+//                into its part; one round; pulls every other block:
+//                2(L-1)/L n pulled, two rounds.
+//
+// The first call of each size runs both a few times and keeps the faster
+// (every rank calls with the same sizes in the same order: the choice is
+// collective). The parts alternate between two parities, as a real path's
+// slots would: a rank writes parity t % 2 again only at call t + 2, after
+// every rank arrived at call t + 1, which each does only after it finished
+// reading t. Its results are not an allreduce and are not checked; its busbw
+// is the allreduce's (2(n-1)/n), so that it reads like the rows it bounds.
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "backend.h"
+
+namespace pgbench {
+namespace {
+
+constexpr size_t kLine = 64;
+
+class Bound final : public MpiBarrierBackend {
+ public:
+  Bound() : MpiBarrierBackend("bound") {}
+
+  std::string description() const override {
+    return "the data movement an allreduce needs in one node's shared memory, copies and flag rounds only, no "
+           "arithmetic (docs/performance.md, \"The bound\"); rows not checked";
+  }
+  std::string unsupported(Collective c, pg_dtype, pg_op) const override {
+    return c == Collective::Allreduce ? "" : "the bound has allreduce rows only";
+  }
+  bool checked() const override { return false; }
+
+  void setup(const SetupInfo &info) override {
+    dup_world(info);
+    if (info.cuda) throw Unavailable("the bound is for host memory (--device cpu)");
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, info.rank, MPI_INFO_NULL, &node);
+    int local = 0, ranks = 1;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &ranks);
+    MPI_Comm_free(&node);
+    int all_local = ranks == info.nranks;
+    MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_LAND, comm_);
+    if (!all_local) throw Unavailable("the bound is for the ranks of one node (this job spans several)");
+    if (info.nranks < 2) throw Unavailable("the bound needs 2 ranks or more");
+    local_ = info.rank;
+    ranks_ = info.nranks;
+    parity_bytes_ = round_line(info.max_bytes);
+    const size_t part_bytes = kLine + 2 * parity_bytes_;
+    char *mine = nullptr;
+    if (MPI_Win_allocate_shared(static_cast<MPI_Aint>(part_bytes), kLine, MPI_INFO_NULL, comm_, &mine, &win_) !=
+        MPI_SUCCESS)
+      throw Error("MPI_Win_allocate_shared of " + std::to_string(part_bytes) + " bytes failed");
+    new (mine) std::atomic<uint64_t>(0);
+    parts_.resize(static_cast<size_t>(ranks_));
+    for (int q = 0; q < ranks_; ++q) {
+      MPI_Aint size = 0;
+      int unit = 0;
+      MPI_Win_shared_query(win_, q, &size, &unit, &parts_[static_cast<size_t>(q)]);
+    }
+    std::memset(mine + kLine, 0, part_bytes - kLine);  // every page touched before timing
+    MPI_Barrier(comm_);
+  }
+
+  std::string run(const Call &c) override {
+    const size_t n = c.count * pg_dtype_size(c.dtype);
+    if (n != chosen_for_) choose(c, n);
+    one(c, n, exchanges_);
+    return "";
+  }
+
+  void teardown() override {
+    if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+    MpiBarrierBackend::teardown();
+  }
+
+ private:
+  static size_t round_line(size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; }
+  std::atomic<uint64_t> &flag(int q) const {
+    return *reinterpret_cast<std::atomic<uint64_t> *>(parts_[static_cast<size_t>(q)]);
+  }
+  // Rank q's data of this call's parity.
+  char *data(int q) const { return parts_[static_cast<size_t>(q)] + kLine + (calls_ % 2) * parity_bytes_; }
+
+  // One flag round: this rank has reached `round`; every rank waits for all.
+  void round() {
+    const uint64_t r = ++rounds_;
+    flag(local_).store(r, std::memory_order_release);
+    for (int q = 0; q < ranks_; ++q)
+      for (unsigned spins = 0; flag(q).load(std::memory_order_acquire) < r; ++spins)
+        if (spins > 4096) std::this_thread::yield();  // more ranks than cores: let the peer run
+  }
+
+
+  // Block q of n bytes: whole cache lines but the last.
+  std::pair<size_t, size_t> block(int q, size_t n) const {
+    const size_t per = round_line((n + static_cast<size_t>(ranks_) - 1) / static_cast<size_t>(ranks_));
+    const size_t lo = std::min(n, static_cast<size_t>(q) * per);
+    return {lo, std::min(n, lo + per) - lo};
+  }
+
+  void one(const Call &c, size_t n, bool exchange_schedule) {
+    ++calls_;
+    if (exchange_schedule) exchange(c, n);
+    else reduce_scatter_all_gather(c, n);
+  }
+
+  // The faster schedule for n bytes, on every rank: the slowest rank's time
+  // of a few calls of each.
+  void choose(const Call &c, size_t n) {
+    constexpr int kCalls = 16;
+    double took[2] = {0, 0};
+    for (int schedule = 0; schedule < 2; ++schedule) {
+      one(c, n, schedule == 0);  // warm
+      MPI_Barrier(comm_);
+      const double start = MPI_Wtime();
+      for (int i = 0; i < kCalls; ++i) one(c, n, schedule == 0);
+      took[schedule] = MPI_Wtime() - start;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, took, 2, MPI_DOUBLE, MPI_MAX, comm_);
+    exchanges_ = took[0] <= took[1];
+    chosen_for_ = n;
+  }
+
+  void exchange(const Call &c, size_t n) {
+    std::memcpy(data(local_), c.send, n);
+    round();
+    char *recv = static_cast<char *>(c.recv);
+    for (int q = 0; q < ranks_; ++q)
+      if (q != local_) std::memcpy(recv, data(q), n);
+  }
+
+  // The reduction as copies: every peer's copy of this rank's block pulled
+  // into this rank's part, where the others then pull it from.
+  void reduce_scatter_all_gather(const Call &c, size_t n) {
+    const auto [lo, len] = block(local_, n);
+    char *recv = static_cast<char *>(c.recv), *mine = data(local_);
+    const char *send = static_cast<const char *>(c.send);
+    std::memcpy(mine, send, lo);  // every block but this rank's own
+    std::memcpy(mine + lo + len, send + lo + len, n - lo - len);
+    round();
+    for (int q = 0; q < ranks_; ++q)
+      if (q != local_) std::memcpy(mine + lo, data(q) + lo, len);
+    round();
+    std::memcpy(recv + lo, mine + lo, len);
+    for (int q = 0; q < ranks_; ++q) {
+      if (q == local_) continue;
+      const auto [qlo, qlen] = block(q, n);
+      std::memcpy(recv + qlo, data(q) + qlo, qlen);
+    }
+  }
+
+  MPI_Win win_ = MPI_WIN_NULL;
+  int local_ = 0, ranks_ = 1;
+  size_t parity_bytes_ = 0;  // one parity's data in a rank's part
+  std::vector<char *> parts_;
+  uint64_t calls_ = 0, rounds_ = 0;
+  size_t chosen_for_ = SIZE_MAX;  // the size `exchanges_` was chosen for
+  bool exchanges_ = true;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_bound() { return std::make_unique<Bound>(); }
+
+}  // namespace pgbench
