@@ -6,9 +6,10 @@
 // fewest flag rounds and the fewest bytes pulled (docs/performance.md, "The
 // bound"):
 //
-//   exchange     each rank writes its input into its shared part; one flag
-//                round; each copies every peer's n bytes out of the peer's
-//                cache: (L-1) n pulled, one round.
+//   exchange     each rank writes its input into its shared part (beside
+//                its flag, in one cache line, when it fits); one flag round;
+//                each copies every peer's n bytes out of the peer's cache:
+//                (L-1) n pulled, one round.
 //   reduce-scatter then all-gather
 //                each rank writes the blocks the others reduce; one round;
 //                pulls its block from every peer (the reduction, as copies)
@@ -17,8 +18,8 @@
 //
 // The first call of each size runs both a few times and keeps the faster
 // (every rank calls with the same sizes in the same order: the choice is
-// collective). The parts alternate between two parities, as a real path's
-// slots would: a rank writes parity t % 2 again only at call t + 2, after
+// collective). The flags and parts alternate between two parities, as a
+// real path's slots would: a rank writes parity t % 2 again only at call t + 2, after
 // every rank arrived at call t + 1, which each does only after it finished
 // reading t. Its results are not an allreduce and are not checked; its busbw
 // is the allreduce's (2(n-1)/n), so that it reads like the rows it bounds.
@@ -36,6 +37,13 @@ namespace pgbench {
 namespace {
 
 constexpr size_t kLine = 64;
+
+// A rank's flag of one parity, and the bytes that fit beside it: a small
+// input travels in the flag's own cache line, as a real path's would.
+struct alignas(kLine) Flag {
+  std::atomic<uint64_t> round{0};
+  char inline_data[kLine - sizeof(std::atomic<uint64_t>)];
+};
 
 class Bound final : public MpiBarrierBackend {
  public:
@@ -66,19 +74,19 @@ class Bound final : public MpiBarrierBackend {
     local_ = info.rank;
     ranks_ = info.nranks;
     parity_bytes_ = round_line(info.max_bytes);
-    const size_t part_bytes = kLine + 2 * parity_bytes_;
+    const size_t part_bytes = 2 * sizeof(Flag) + 2 * parity_bytes_;
     char *mine = nullptr;
     if (MPI_Win_allocate_shared(static_cast<MPI_Aint>(part_bytes), kLine, MPI_INFO_NULL, comm_, &mine, &win_) !=
         MPI_SUCCESS)
       throw Error("MPI_Win_allocate_shared of " + std::to_string(part_bytes) + " bytes failed");
-    new (mine) std::atomic<uint64_t>(0);
+    new (mine) Flag[2]();
     parts_.resize(static_cast<size_t>(ranks_));
     for (int q = 0; q < ranks_; ++q) {
       MPI_Aint size = 0;
       int unit = 0;
       MPI_Win_shared_query(win_, q, &size, &unit, &parts_[static_cast<size_t>(q)]);
     }
-    std::memset(mine + kLine, 0, part_bytes - kLine);  // every page touched before timing
+    std::memset(mine + 2 * sizeof(Flag), 0, part_bytes - 2 * sizeof(Flag));  // every page touched before timing
     MPI_Barrier(comm_);
   }
 
@@ -96,18 +104,17 @@ class Bound final : public MpiBarrierBackend {
 
  private:
   static size_t round_line(size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; }
-  std::atomic<uint64_t> &flag(int q) const {
-    return *reinterpret_cast<std::atomic<uint64_t> *>(parts_[static_cast<size_t>(q)]);
-  }
-  // Rank q's data of this call's parity.
-  char *data(int q) const { return parts_[static_cast<size_t>(q)] + kLine + (calls_ % 2) * parity_bytes_; }
+  // Rank q's flag and data of this call's parity.
+  Flag &flag(int q) const { return reinterpret_cast<Flag *>(parts_[static_cast<size_t>(q)])[calls_ % 2]; }
+  char *data(int q) const { return parts_[static_cast<size_t>(q)] + 2 * sizeof(Flag) + (calls_ % 2) * parity_bytes_; }
+  char *data(int q, size_t n) const { return n <= sizeof(Flag::inline_data) ? flag(q).inline_data : data(q); }
 
   // One flag round: this rank has reached `round`; every rank waits for all.
   void round() {
     const uint64_t r = ++rounds_;
-    flag(local_).store(r, std::memory_order_release);
+    flag(local_).round.store(r, std::memory_order_release);
     for (int q = 0; q < ranks_; ++q)
-      for (unsigned spins = 0; flag(q).load(std::memory_order_acquire) < r; ++spins)
+      for (unsigned spins = 0; flag(q).round.load(std::memory_order_acquire) < r; ++spins)
         if (spins > 4096) std::this_thread::yield();  // more ranks than cores: let the peer run
   }
 
@@ -143,11 +150,11 @@ class Bound final : public MpiBarrierBackend {
   }
 
   void exchange(const Call &c, size_t n) {
-    std::memcpy(data(local_), c.send, n);
+    std::memcpy(data(local_, n), c.send, n);
     round();
     char *recv = static_cast<char *>(c.recv);
     for (int q = 0; q < ranks_; ++q)
-      if (q != local_) std::memcpy(recv, data(q), n);
+      if (q != local_) std::memcpy(recv, data(q, n), n);
   }
 
   // The reduction as copies: every peer's copy of this rank's block pulled

@@ -2,7 +2,9 @@
 # fairring's small and mid-size allreduce against every MPI a user could pick
 # instead, on one node: Debian's MPICH 4.0.2 (the build's), MPICH 5.0.2, Open
 # MPI 5.0.11 and Intel MPI 2021.19 (from PyPI, mpis.sh; Intel MPI on shared
-# memory only). allreduce float32, 8 B - 4 MiB, time per call, medians over
+# memory only), and the machine's bound (pg-bench --bound: an allreduce's data
+# movement in shared memory, copies and flag rounds only, measured in each
+# run). allreduce float32, 8 B - 4 MiB, time per call, medians over
 # repetitions, out of place and in place.
 #
 #   tools/pg-bench/compare/small-messages.sh [BUILD_DIR] [RANKS] [REPS]   (defaults: build, 2, 5)
@@ -24,7 +26,7 @@ reps=${3:-5}
 out=$work/small
 mkdir -p "$out"
 
-sweep=(-b 8 -e 4M -f 2 -n 200 -w 20 -r "$reps" -c 0 -B fairring,mpi,mpi-raw)
+sweep=(-b 8 -e 4M -f 2 -n 200 -w 20 -r "$reps" -c 0 -B fairring,mpi,mpi-raw,bound)
 echo "== pg-bench on Debian's MPICH 4.0.2, $ranks ranks"
 mpiexec -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/mpich4-np$ranks.csv" | grep -E '^ +[0-9]' || true
 echo "== pg-bench on MPICH 5.0.2, $ranks ranks"
@@ -60,13 +62,17 @@ for line in open(f"{out}/openmpi-np{ranks}.txt"):
         ompi[(int(b), 0)], ompi[(int(b), 1)] = float(oop), float(ip)
 sizes = sorted({k[0] for k in med["mpich4"]["mpi-raw"]})
 both = lambda f: " / ".join(f(ip) for ip in (0, 1))
-print("| bytes | fairring | " + " | ".join(mpis.values()) + " | Open MPI 5.0.11 (loop) | fairring / Intel MPI | fairring / MPICH 4.0.2 |")
-print("| ---: |" + " ---: |" * 7)
+# The bound and fairring x bound: from the runs on Debian's MPICH (the bound uses no MPI while it is timed).
+bound = med["mpich4"].get("bound", {})
+print("| bytes | fairring | " + " | ".join(mpis.values()) +
+      " | Open MPI 5.0.11 (loop) | bound | fairring x bound | fairring / Intel MPI | fairring / MPICH 4.0.2 |")
+print("| ---: |" + " ---: |" * 10)
 for b in sizes:
     time = lambda table: both(lambda ip: f"{table[(b, ip)]:.2f}" if (b, ip) in table else "-")
     ratio = lambda m: both(lambda ip: f"{med[m]['fairring'][(b, ip)] / med[m]['mpi-raw'][(b, ip)]:.2f}")
-    cells = [time(med["mpich4"]["fairring"])] + [time(med[m]["mpi-raw"]) for m in mpis] + [time(ompi)]
-    print(f"| {human_bytes(b)} | " + " | ".join(cells) + f" | {ratio('impi')} | {ratio('mpich4')} |")
+    over_bound = both(lambda ip: f"{med['mpich4']['fairring'][(b, ip)] / bound[(b, ip)]:.2f}" if (b, ip) in bound else "-")
+    cells = [time(med["mpich4"]["fairring"])] + [time(med[m]["mpi-raw"]) for m in mpis] + [time(ompi), time(bound)]
+    print(f"| {human_bytes(b)} | " + " | ".join(cells) + f" | {over_bound} | {ratio('impi')} | {ratio('mpich4')} |")
 try:
     import matplotlib
     matplotlib.use("Agg")
@@ -77,6 +83,8 @@ fig, ax = plt.subplots(figsize=(8, 5))
 lines = [("fairring", [med["mpich4"]["fairring"][(b, 0)] for b in sizes])]
 lines += [(name, [med[m]["mpi-raw"][(b, 0)] for b in sizes]) for m, name in mpis.items()]
 lines += [("Open MPI 5.0.11 (calls back to back)", [ompi.get((b, 0), float("nan")) for b in sizes])]
+if bound:
+    lines += [("bound (copies and flag rounds)", [bound.get((b, 0), float("nan")) for b in sizes])]
 for name, ys in lines:
     ax.plot(sizes, ys, marker="o", markersize=3, label=name, linewidth=2.5 if name == "fairring" else 1.2)
 ax.set_xscale("log", base=2)
