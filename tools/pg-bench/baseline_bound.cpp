@@ -59,18 +59,21 @@ class Bound final : public MpiBarrierBackend {
   bool checked() const override { return false; }
 
   void setup(const SetupInfo &info) override {
-    dup_world(info);
+    // Skipped before anything is made: a skipped backend is not torn down.
     if (info.cuda) throw Unavailable("the bound is for host memory (--device cpu)");
     MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, info.rank, MPI_INFO_NULL, &node);
+    MPI_Comm_split_type(info.world, MPI_COMM_TYPE_SHARED, info.rank, MPI_INFO_NULL, &node);
     int local = 0, ranks = 1;
     MPI_Comm_rank(node, &local);
     MPI_Comm_size(node, &ranks);
     MPI_Comm_free(&node);
     int all_local = ranks == info.nranks;
-    MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_LAND, comm_);
+    MPI_Allreduce(MPI_IN_PLACE, &all_local, 1, MPI_INT, MPI_LAND, info.world);
     if (!all_local) throw Unavailable("the bound is for the ranks of one node (this job spans several)");
     if (info.nranks < 2) throw Unavailable("the bound needs 2 ranks or more");
+    dup_world(info);
+    // A window too large for the node's shared memory is an error message, not an abort.
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     local_ = info.rank;
     ranks_ = info.nranks;
     parity_bytes_ = round_line(info.max_bytes);
@@ -78,7 +81,8 @@ class Bound final : public MpiBarrierBackend {
     char *mine = nullptr;
     if (MPI_Win_allocate_shared(static_cast<MPI_Aint>(part_bytes), kLine, MPI_INFO_NULL, comm_, &mine, &win_) !=
         MPI_SUCCESS)
-      throw Error("MPI_Win_allocate_shared of " + std::to_string(part_bytes) + " bytes failed");
+      throw Error("cannot share " + std::to_string(part_bytes) +
+                  " bytes per rank between the node's ranks (MPI_Win_allocate_shared failed): use a smaller -e");
     new (mine) Flag[2]();
     parts_.resize(static_cast<size_t>(ranks_));
     for (int q = 0; q < ranks_; ++q) {

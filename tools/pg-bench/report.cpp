@@ -9,15 +9,18 @@
 namespace pgbench {
 namespace {
 
-// The min-max column of a row's time over repetitions, shown only with -r > 1:
-// a space and `text` right-aligned in its width.
-constexpr int kSpreadWidth = 19;
-std::string spread_cell(bool spread, const std::string &text) {
-  if (!spread) return "";
+// An optional column: a space and `text` right-aligned in `width`, or
+// nothing when it is not shown. The min-max of a row's time over
+// repetitions (shown with -r > 1); its time over the bound's (with --bound).
+constexpr int kSpreadWidth = 19, kBoundWidth = 8;
+std::string optional_cell(bool shown, int width, const std::string &text) {
+  if (!shown) return "";
   char buf[64];
-  std::snprintf(buf, sizeof buf, " %*s", kSpreadWidth, text.c_str());
+  std::snprintf(buf, sizeof buf, " %*s", width, text.c_str());
   return buf;
 }
+std::string spread_cell(bool shown, const std::string &text) { return optional_cell(shown, kSpreadWidth, text); }
+std::string bound_cell(bool shown, const std::string &text) { return optional_cell(shown, kBoundWidth, text); }
 
 const char *redop_label(Collective c, pg_op op) { return is_reduction(c) ? pg_op_name(op) : "none"; }
 
@@ -88,15 +91,6 @@ bool size_ratio(const Results &res, size_t c, size_t s, size_t b, size_t raw, in
 size_t bound_index(const Results &res, size_t c) {
   if (res.collectives[c] != Collective::Allreduce) return res.backends.size();
   return static_cast<size_t>(std::find(res.backends.begin(), res.backends.end(), "bound") - res.backends.begin());
-}
-
-// The "x bound" column, shown when the bound ran: a space and `text` in its width.
-constexpr int kBoundWidth = 8;
-std::string bound_cell(bool shown, const std::string &text) {
-  if (!shown) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, " %*s", kBoundWidth, text.c_str());
-  return buf;
 }
 
 }  // namespace
