@@ -50,7 +50,8 @@ std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
 class FastPath::Op final : public Request {
  public:
   Op(FastPath &path, const CollArgs &a, std::uint64_t t)
-      : p_(path), a_(a), t_(t), bytes_(a.count * dtype_size(a.dtype)), split_(splits()), tree_(climbs()) {}
+      : p_(path), a_(a), t_(t), turn_(path.next_turn(a)), bytes_(a.count * dtype_size(a.dtype)), split_(splits()),
+        tree_(climbs()) {}
 
   pg_status test(bool *done) override {
     *done = false;
@@ -98,14 +99,14 @@ class FastPath::Op final : public Request {
     if (st != PG_OK) return fail_node(st);
     if (split_) {
       const auto [lo, len] = block(p_.local_);
-      reduce_finish(a_.dtype, a_.op, p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len, p_.size_);
+      reduce_finish(a_.dtype, a_.op, input(p_.local_, bytes_) + lo * dtype_size(a_.dtype), len, p_.size_);
       share_block();
       *next = Stage::share;
       return PG_OK;
     }
     if (a_.coll == Coll::allreduce) {
       reduce_finish(a_.dtype, a_.op, a_.recv, a_.count, p_.size_);
-      std::memcpy(p_.input(0, t_, bytes_), a_.recv, bytes_);
+      std::memcpy(input(0, bytes_), a_.recv, bytes_);
     }
     p_.parts_[0].flags[t_ % 2].done.store(t_, std::memory_order_release);
     return finish(next);
@@ -116,7 +117,7 @@ class FastPath::Op final : public Request {
     bool ready = false;
     PG_CHECK(posted(0, &ready));
     if (!ready) return PG_OK;
-    if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, p_.input(0, t_, bytes_), bytes_);
+    if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, input(0, bytes_), bytes_);
     return finish(next);
   }
 
@@ -152,14 +153,14 @@ class FastPath::Op final : public Request {
   void climb() {
     const std::size_t n = bytes_;
     if (a_.coll == Coll::allreduce) {
-      char *out = p_.input(p_.local_, t_, n);
+      char *out = input(p_.local_, n);
       const auto [first, end] = children();
       const pg_op op = combining_op(a_.op);
       if (first == end) {
         std::memcpy(out, a_.send, n);
       } else {
-        reduce_into(a_.dtype, op, out, a_.send, p_.input(first, t_, n), a_.count);
-        for (int q = first + 1; q < end; ++q) reduce_local(a_.dtype, op, out, p_.input(q, t_, n), a_.count);
+        reduce_into(a_.dtype, op, out, a_.send, input(first, n), a_.count);
+        for (int q = first + 1; q < end; ++q) reduce_local(a_.dtype, op, out, input(q, n), a_.count);
       }
     }
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].seq.store(t_, std::memory_order_release);
@@ -173,7 +174,7 @@ class FastPath::Op final : public Request {
       *next = Stage::result;
       return PG_OK;
     }
-    char *total = p_.input(0, t_, bytes_);
+    char *total = input(0, bytes_);
     if (leader_mode()) {
       if (a_.coll == Coll::allreduce) std::memcpy(a_.recv, total, bytes_);
       return cross(a_.recv, a_.count, next);
@@ -196,7 +197,7 @@ class FastPath::Op final : public Request {
       reduce_block();
       if (leader_mode()) {  // every rank sends its own block over its rail
         const auto [lo, len] = block(p_.local_);
-        return cross(p_.input(p_.local_, t_, bytes_) + lo * dtype_size(a_.dtype), len, next);
+        return cross(input(p_.local_, bytes_) + lo * dtype_size(a_.dtype), len, next);
       }
       share_block();
       *next = Stage::share;
@@ -231,13 +232,13 @@ class FastPath::Op final : public Request {
     if (copy && split_) {  // every block but this rank's own
       const auto [lo, len] = block(p_.local_);
       const std::size_t size = dtype_size(a_.dtype);
-      char *slot = p_.input(p_.local_, t_, n);
+      char *slot = input(p_.local_, n);
       std::memcpy(slot, a_.send, lo * size);
       std::memcpy(slot + (lo + len) * size, static_cast<const char *>(a_.send) + (lo + len) * size,
                   n - (lo + len) * size);
     } else if (copy) {
       const void *from = a_.coll == Coll::broadcast ? a_.recv : a_.send;
-      std::memcpy(p_.input(p_.local_, t_, n), from, n);
+      std::memcpy(input(p_.local_, n), from, n);
     }
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].seq.store(t_, std::memory_order_release);
   }
@@ -249,7 +250,7 @@ class FastPath::Op final : public Request {
     const pg_op op = combining_op(a_.op);
     auto source = [&](int q) -> const char * {
       if (leader_mode() && q == 0) return static_cast<const char *>(a_.send) + offset;
-      return p_.input(q, t_, n) + offset;
+      return input(q, n) + offset;
     };
     if (p_.local_size_ == 1) {  // a node of one rank (irregular layouts)
       if (out != source(0)) std::memcpy(out, source(0), bytes_);
@@ -287,9 +288,9 @@ class FastPath::Op final : public Request {
     const std::size_t size = dtype_size(a_.dtype), n = bytes_;
     const pg_op op = combining_op(a_.op);
     auto source = [&](int q) -> const char * {
-      return (q == p_.local_ ? static_cast<const char *>(a_.send) : p_.input(q, t_, n)) + lo * size;
+      return (q == p_.local_ ? static_cast<const char *>(a_.send) : input(q, n)) + lo * size;
     };
-    char *out = p_.input(p_.local_, t_, n) + lo * size;
+    char *out = input(p_.local_, n) + lo * size;
     reduce_into(a_.dtype, op, out, source(0), source(1), len);
     for (int q = 2; q < p_.local_size_; ++q) reduce_local(a_.dtype, op, out, source(q), len);
     if (!leader_mode()) reduce_finish(a_.dtype, a_.op, out, len, p_.size_);
@@ -300,7 +301,7 @@ class FastPath::Op final : public Request {
     const auto [lo, len] = block(p_.local_);
     const std::size_t size = dtype_size(a_.dtype);
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].done.store(t_, std::memory_order_release);
-    std::memcpy(static_cast<char *>(a_.recv) + lo * size, p_.input(p_.local_, t_, bytes_) + lo * size, len * size);
+    std::memcpy(static_cast<char *>(a_.recv) + lo * size, input(p_.local_, bytes_) + lo * size, len * size);
   }
 
   void gather_blocks() {
@@ -308,7 +309,7 @@ class FastPath::Op final : public Request {
     for (int q = 0; q < p_.local_size_; ++q) {
       if (q == p_.local_) continue;
       const auto [lo, len] = block(q);
-      std::memcpy(static_cast<char *>(a_.recv) + lo * size, p_.input(q, t_, n) + lo * size, len * size);
+      std::memcpy(static_cast<char *>(a_.recv) + lo * size, input(q, n) + lo * size, len * size);
     }
   }
 
@@ -332,12 +333,12 @@ class FastPath::Op final : public Request {
         reduce_finish(a_.dtype, a_.op, recv, a_.count, p_.size_);
         break;
       case Coll::broadcast:
-        if (me != a_.root) std::memcpy(recv, p_.input(a_.root, t_, len), len);
+        if (me != a_.root) std::memcpy(recv, input(a_.root, len), len);
         break;
       case Coll::allgather:
         for (int q = 0; q < p_.local_size_; ++q) {
           char *to = recv + static_cast<std::size_t>(q) * len;
-          const char *from = q == me ? static_cast<const char *>(a_.send) : p_.input(q, t_, len);
+          const char *from = q == me ? static_cast<const char *>(a_.send) : input(q, len);
           if (to != from) std::memcpy(to, from, len);
         }
         break;
@@ -373,9 +374,12 @@ class FastPath::Op final : public Request {
     return PG_OK;
   }
 
+  // Where local rank q publishes this operation's input of n bytes.
+  char *input(int q, std::size_t n) const { return p_.input(q, t_, turn_, n); }
+
   FastPath &p_;
   const CollArgs a_;
-  const std::uint64_t t_;
+  const std::uint64_t t_, turn_;  // the operation and its slot turn
   // What the operation is, worked out once: its bytes, whether it is split
   // into blocks, whether it climbs the tree.
   const std::size_t bytes_;
@@ -449,9 +453,15 @@ pg_status FastPath::start(const CollArgs &a, std::unique_ptr<Request> *out) {
   return PG_OK;
 }
 
-char *FastPath::input(int p, std::uint64_t t, std::size_t bytes) const {
+char *FastPath::input(int p, std::uint64_t t, std::uint64_t turn, std::size_t bytes) const {
   const Part &part = parts_[static_cast<std::size_t>(p)];
-  return bytes <= kInline ? part.flags[t % 2].payload : part.slots + (t % 2) * slot_bytes_;
+  return bytes <= kInline ? part.flags[t % 2].payload : part.slots + (turn % 2) * slot_bytes_;
+}
+
+// Every rank counts the same operations: whether one uses a slot depends only
+// on what every rank passes alike (the root's input for a broadcast).
+std::uint64_t FastPath::next_turn(const CollArgs &a) {
+  return input_bytes(a, a.root, local_size_) > kInline ? slot_turns_++ : 0;
 }
 
 bool FastPath::arrived(std::uint64_t t) const {

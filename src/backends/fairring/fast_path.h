@@ -4,18 +4,25 @@
 //
 // One shared window per strategy, made once. Each rank's part holds two
 // cache-line flags and two slots; the node's operations t = 1, 2, ... use
-// parity t % 2 by turns:
+// flag t % 2 by turns, and those whose input does not fit in a flag (the
+// k-th such operation) slot k % 2:
 //
 //   flag[t%2] = { seq, done, payload[48] }
 //     seq   the rank has published its input to t (in payload when it fits,
-//           else in slot[t%2]), or, up the tree, its partial result
+//           else in slot[k%2]), or, up the tree, its partial result
 //     done  the result of t is in this rank's part (the node's leader's, or
 //           the rank's own block of a split allreduce); with kFailed, the
 //           rank's step across nodes failed
 //
-// No barrier closes an operation: a rank writes parity t % 2 again only at
-// t + 2, after it has seen every local rank arrive at t + 1, which each does
-// only after it finished reading t.
+// No barrier closes an operation: a rank writes flag t % 2 again only at
+// t + 2, and slot k % 2 only at the slot user k + 2, in both cases after it
+// has seen every local rank arrive at an operation in between, which each
+// does only after it finished reading the earlier one. The slots take turns
+// of their own so that a barrier or a small call between two large ones
+// (pg-bench's barrier before each call, a loss reduced after each gradient)
+// does not send the second to the slot its peers have just read: writing and
+// reading that slot again cost up to twice as much, at 48-96 KiB on the
+// Intel Xeon of docs/performance.md.
 #pragma once
 
 #include <mpi.h>
@@ -80,8 +87,11 @@ class FastPath {
   static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in `done`: the step across nodes failed
 
   FastPath() = default;
-  // Where local rank p publishes operation t's input.
-  char *input(int p, std::uint64_t t, std::size_t bytes) const;
+  // Where local rank p publishes operation t's input of `bytes`: in its
+  // flag, or in slot `turn` % 2.
+  char *input(int p, std::uint64_t t, std::uint64_t turn, std::size_t bytes) const;
+  // The slot turn of an operation about to start, by its input's size.
+  std::uint64_t next_turn(const CollArgs &a);
   bool arrived(std::uint64_t t) const;
 
   MPI_Win win_ = MPI_WIN_NULL;
@@ -94,6 +104,7 @@ class FastPath {
   Backend *rail_ = nullptr;
   bool rails_ = false;  // split allreduces cross nodes on every rank's rail
   std::uint64_t started_ = 0;   // operations started here
+  std::uint64_t slot_turns_ = 0;  // those of them that publish in a slot
   // Operations finished here, in order. Read by the next operation's first
   // step, which may run on another thread (any that passes the collectives lane).
   std::atomic<std::uint64_t> finished_{0};
