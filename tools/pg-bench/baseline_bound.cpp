@@ -21,7 +21,8 @@
 // collective). The flags and parts alternate between two parities, as a
 // real path's slots would: a rank writes parity t % 2 again only at call t + 2, after
 // every rank arrived at call t + 1, which each does only after it finished
-// reading t. Its results are not an allreduce and are not checked; its busbw
+// reading t; within a parity, two places for sizes that fit twice (data()).
+// Its results are not an allreduce and are not checked; its busbw
 // is the allreduce's (2(n-1)/n), so that it reads like the rows it bounds.
 #include <atomic>
 #include <cstdint>
@@ -110,18 +111,27 @@ class Bound final : public MpiBarrierBackend {
   static size_t round_line(size_t bytes) { return (bytes + kLine - 1) / kLine * kLine; }
   // Rank q's flag and data of this call's parity.
   Flag &flag(int q) const { return reinterpret_cast<Flag *>(parts_[static_cast<size_t>(q)])[calls_ % 2]; }
-  char *data(int q) const { return parts_[static_cast<size_t>(q)] + 2 * sizeof(Flag) + (calls_ % 2) * parity_bytes_; }
-  char *data(int q, size_t n) const { return n <= sizeof(Flag::inline_data) ? flag(q).inline_data : data(q); }
+  // Rank q's place for this call's n bytes: in its flag's line when they fit,
+  // else in parity calls_ % 2, and there, where two such inputs fit, the first
+  // or second place by (calls_ / 2) % 2, as fairring's fast path takes its slots.
+  char *data(int q, size_t n) const {
+    if (n <= sizeof(Flag::inline_data)) return flag(q).inline_data;
+    const size_t span = round_line(n), place = 2 * span <= parity_bytes_ ? (calls_ / 2) % 2 * span : 0;
+    return parts_[static_cast<size_t>(q)] + 2 * sizeof(Flag) + (calls_ % 2) * parity_bytes_ + place;
+  }
 
-  // One flag round: this rank has reached `round`; every rank waits for all.
-  void round() {
-    const uint64_t r = ++rounds_;
-    flag(local_).round.store(r, std::memory_order_release);
+  // One flag round: this rank arrives (its writes before are visible), then
+  // waits for every rank to arrive; work between the two overlaps the wait.
+  uint64_t arrive() {
+    flag(local_).round.store(++rounds_, std::memory_order_release);
+    return rounds_;
+  }
+  void wait_all(uint64_t r) const {
     for (int q = 0; q < ranks_; ++q)
       for (unsigned spins = 0; flag(q).round.load(std::memory_order_acquire) < r; ++spins)
         if (spins > 4096) std::this_thread::yield();  // more ranks than cores: let the peer run
   }
-
+  void round() { wait_all(arrive()); }
 
   // Block q of n bytes: whole cache lines but the last.
   std::pair<size_t, size_t> block(int q, size_t n) const {
@@ -165,19 +175,20 @@ class Bound final : public MpiBarrierBackend {
   // into this rank's part, where the others then pull it from.
   void reduce_scatter_all_gather(const Call &c, size_t n) {
     const auto [lo, len] = block(local_, n);
-    char *recv = static_cast<char *>(c.recv), *mine = data(local_);
+    char *recv = static_cast<char *>(c.recv), *mine = data(local_, n);
     const char *send = static_cast<const char *>(c.send);
     std::memcpy(mine, send, lo);  // every block but this rank's own
     std::memcpy(mine + lo + len, send + lo + len, n - lo - len);
     round();
     for (int q = 0; q < ranks_; ++q)
-      if (q != local_) std::memcpy(mine + lo, data(q) + lo, len);
-    round();
+      if (q != local_) std::memcpy(mine + lo, data(q, n) + lo, len);
+    const uint64_t reduced = arrive();
     std::memcpy(recv + lo, mine + lo, len);
+    wait_all(reduced);
     for (int q = 0; q < ranks_; ++q) {
       if (q == local_) continue;
       const auto [qlo, qlen] = block(q, n);
-      std::memcpy(recv + qlo, data(q) + qlo, qlen);
+      std::memcpy(recv + qlo, data(q, n) + qlo, qlen);
     }
   }
 

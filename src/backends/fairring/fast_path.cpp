@@ -455,7 +455,12 @@ pg_status FastPath::start(const CollArgs &a, std::unique_ptr<Request> *out) {
 
 char *FastPath::input(int p, std::uint64_t t, std::uint64_t turn, std::size_t bytes) const {
   const Part &part = parts_[static_cast<std::size_t>(p)];
-  return bytes <= kInline ? part.flags[t % 2].payload : part.slots + (turn % 2) * slot_bytes_;
+  if (bytes <= kInline) return part.flags[t % 2].payload;
+  // Slot turn % 2; where two such inputs fit in a slot, the first or the
+  // second place by (turn / 2) % 2: four turns before a place is written again.
+  const std::size_t span = round_up(bytes, 64);
+  const std::size_t place = 2 * span <= slot_bytes_ ? (turn / 2) % 2 * span : 0;
+  return part.slots + (turn % 2) * slot_bytes_ + place;
 }
 
 // Every rank counts the same operations: whether one uses a slot depends only

@@ -5,7 +5,8 @@
 // One shared window per strategy, made once. Each rank's part holds two
 // cache-line flags and two slots; the node's operations t = 1, 2, ... use
 // flag t % 2 by turns, and those whose input does not fit in a flag (the
-// k-th such operation) slot k % 2:
+// k-th such operation) slot k % 2, where two such inputs fit in a slot at its
+// first or second place by (k / 2) % 2 (input()):
 //
 //   flag[t%2] = { seq, done, payload[48] }
 //     seq   the rank has published its input to t (in payload when it fits,
@@ -20,9 +21,10 @@
 // does only after it finished reading the earlier one. The slots take turns
 // of their own so that a barrier or a small call between two large ones
 // (pg-bench's barrier before each call, a loss reduced after each gradient)
-// does not send the second to the slot its peers have just read: writing and
-// reading that slot again cost up to twice as much, at 48-96 KiB on the
-// Intel Xeon of docs/performance.md.
+// does not send the second to the slot its peers have just read, and the
+// places give inputs up to half a slot four turns: memory written again soon
+// after a peer read it costs up to twice as much to write and read (24-96 KiB
+// on the Intel Xeon of docs/performance.md).
 #pragma once
 
 #include <mpi.h>
