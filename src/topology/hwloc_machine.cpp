@@ -89,6 +89,7 @@ void extract(hwloc_topology_t topo, Machine *m) {
   m->packages = std::max(0, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE));
   m->cores = std::max(0, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
   m->pus = std::max(0, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
+  if (hwloc_obj_t l1 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L1CACHE, 0)) m->l1d_bytes = l1->attr->cache.size;
 
   for (hwloc_obj_t node = nullptr;
        (node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, node)) != nullptr;) {

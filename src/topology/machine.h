@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -63,6 +64,7 @@ struct Machine {
   bool from_xml = false;    // the topology is not this machine: never bind
   std::string hostname;     // from the topology (HostName info); may be empty
   int packages = 0, cores = 0, pus = 0;
+  std::size_t l1d_bytes = 0;   // the first core's L1 data (or unified) cache; 0: hwloc does not know
   std::vector<NumaNode> numa;  // by os_index
   std::vector<Gpu> gpus;       // by PCI bus id
   std::vector<Nic> nics;       // by PCI bus id, then name

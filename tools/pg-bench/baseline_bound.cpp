@@ -21,9 +21,12 @@
 // collective). The flags and parts alternate between two parities, as a
 // real path's slots would: a rank writes parity t % 2 again only at call t + 2, after
 // every rank arrived at call t + 1, which each does only after it finished
-// reading t; within a parity, two places for sizes that fit twice (data()).
+// reading t; within a parity, places round the L1 data cache (data()).
 // Its results are not an allreduce and are not checked; its busbw
 // is the allreduce's (2(n-1)/n), so that it reads like the rows it bounds.
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -78,6 +81,10 @@ class Bound final : public MpiBarrierBackend {
     local_ = info.rank;
     ranks_ = info.nranks;
     parity_bytes_ = round_line(info.max_bytes);
+    const long l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);  // 0 or -1 where the C library cannot say
+    long fewest = l1d > 0 ? l1d : 32 << 10;
+    MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_LONG, MPI_MIN, info.world);  // the same places everywhere
+    l1d_bytes_ = static_cast<size_t>(fewest);
     const size_t part_bytes = 2 * sizeof(Flag) + 2 * parity_bytes_;
     char *mine = nullptr;
     if (MPI_Win_allocate_shared(static_cast<MPI_Aint>(part_bytes), kLine, MPI_INFO_NULL, comm_, &mine, &win_) !=
@@ -112,12 +119,15 @@ class Bound final : public MpiBarrierBackend {
   // Rank q's flag and data of this call's parity.
   Flag &flag(int q) const { return reinterpret_cast<Flag *>(parts_[static_cast<size_t>(q)])[calls_ % 2]; }
   // Rank q's place for this call's n bytes: in its flag's line when they fit,
-  // else in parity calls_ % 2, and there, where two such inputs fit, the first
-  // or second place by (calls_ / 2) % 2, as fairring's fast path takes its slots.
+  // else in parity calls_ % 2, and there the next of the places of this size
+  // that span the L1 data cache (two below 2 KiB), as fairring's fast path
+  // takes its slots: memory a peer read is written again only once it has
+  // left the peer's L1.
   char *data(int q, size_t n) const {
     if (n <= sizeof(Flag::inline_data)) return flag(q).inline_data;
-    const size_t span = round_line(n), place = 2 * span <= parity_bytes_ ? (calls_ / 2) % 2 * span : 0;
-    return parts_[static_cast<size_t>(q)] + 2 * sizeof(Flag) + (calls_ % 2) * parity_bytes_ + place;
+    const size_t span = round_line(n), wanted = span < (size_t(2) << 10) ? 2 : (l1d_bytes_ + span - 1) / span;
+    const size_t places = std::max<size_t>(1, std::min(parity_bytes_ / span, wanted));
+    return parts_[static_cast<size_t>(q)] + 2 * sizeof(Flag) + (calls_ % 2) * parity_bytes_ + (calls_ / 2) % places * span;
   }
 
   // One flag round: this rank arrives (its writes before are visible), then
@@ -195,6 +205,7 @@ class Bound final : public MpiBarrierBackend {
   MPI_Win win_ = MPI_WIN_NULL;
   int local_ = 0, ranks_ = 1;
   size_t parity_bytes_ = 0;  // one parity's data in a rank's part
+  size_t l1d_bytes_ = 0;     // the L1 data cache: how much of a parity its places span
   std::vector<char *> parts_;
   uint64_t calls_ = 0, rounds_ = 0;
   size_t chosen_for_ = SIZE_MAX;  // the size `exchanges_` was chosen for

@@ -13,13 +13,20 @@
 #include "core/instance.h"
 #include "core/selection.h"
 #include "core/trace.h"
+#include "topology/machine.h"
 #include "util/dtype.h"
 #include "util/status.h"
 #include "util/text.h"
 
 namespace pg::fairring {
-
 namespace {
+
+// This node's L1 data cache as hwloc sees it (the machine itself, loaded once
+// per process); 0 where hwloc cannot say.
+std::size_t l1d_bytes() {
+  std::shared_ptr<const topology::Machine> machine;
+  return topology::load_machine("", &machine) == PG_OK ? machine->l1d_bytes : 0;
+}
 
 class FairringBackend final : public Backend {
  public:
@@ -56,7 +63,7 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
       FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
-                              c.size, c.rank, !irregular, fails_across_};
+                              c.size, c.rank, !irregular, fails_across_, l1d_bytes()};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
     }
@@ -152,7 +159,10 @@ class FairringBackend final : public Backend {
     else
       d += nodes + " x " + std::to_string(shape_.local_size) + " ranks per node, " +
            std::to_string(shape_.local_size) + " rails of " + std::to_string(shape_.nodes);
-    if (fast_) d += ", fast path of " + text::format_bytes(fast_->footprint()) + " per rank";
+    if (fast_)
+      d += ", fast path of " + text::format_bytes(fast_->footprint()) + " per rank (its places round " +
+           text::format_bytes(fast_->cycle_bytes()) + " of a slot: " +
+           (l1d_bytes() ? "the L1 data cache hwloc reports" : "hwloc reports no L1 data cache, a common size") + ")";
     if (fast_ && fast_->tree()) d += " (a tree below " + text::format_bytes(settings_.split_bytes) + ")";
     return d + ", slices of " + text::format_bytes(*settings_.slice_bytes) + ", " +
            std::to_string(settings_.inflight) + " in flight, " +

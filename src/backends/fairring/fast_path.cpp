@@ -16,6 +16,8 @@ namespace pg::fairring {
 namespace {
 
 constexpr std::size_t kPage = 4096;
+// The smallest input that takes more than two places in a slot (input()).
+constexpr std::size_t kCyclingSpan = std::size_t(2) << 10;
 constexpr int kRadix = 4;  // children per rank in the tree
 
 // The bytes a rank publishes for `a` (its input), on `ranks` ranks.
@@ -400,6 +402,10 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *ra
   f->rails_ = rail && config.regular;
   f->slot_bytes_ = round_up(config.slot_bytes, 64);
   f->split_bytes_ = config.split_bytes;
+  // Every rank of the node must find the same places: the smallest view.
+  unsigned long long cycle = config.cycle_bytes > 0 ? config.cycle_bytes : kCycleBytes;
+  PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &cycle, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, node_comm));
+  f->cycle_bytes_ = static_cast<std::size_t>(cycle);
   f->tree_ = config.tree_ranks > 0 && f->local_size_ >= config.tree_ranks;
   f->fail_across_ = config.fail_across;
   f->rank_of_local_.resize(static_cast<std::size_t>(f->local_size_));
@@ -456,11 +462,17 @@ pg_status FastPath::start(const CollArgs &a, std::unique_ptr<Request> *out) {
 char *FastPath::input(int p, std::uint64_t t, std::uint64_t turn, std::size_t bytes) const {
   const Part &part = parts_[static_cast<std::size_t>(p)];
   if (bytes <= kInline) return part.flags[t % 2].payload;
-  // Slot turn % 2; where two such inputs fit in a slot, the first or the
-  // second place by (turn / 2) % 2: four turns before a place is written again.
+  // Slot turn % 2, and in it the next of the places of this size that span
+  // cycle_bytes_ (as many as the slot holds): a place is written again only
+  // after an L1 data cache's worth of other inputs went through the slot, by
+  // when its peers' copies of it have left their L1. Fewer places leave 2-96
+  // KiB up to twice as slow; below kCyclingSpan the writer's own misses on
+  // more places cost more than they save, and two places are kept
+  // (docs/algorithms.md, "The fast path").
   const std::size_t span = round_up(bytes, 64);
-  const std::size_t place = 2 * span <= slot_bytes_ ? (turn / 2) % 2 * span : 0;
-  return part.slots + (turn % 2) * slot_bytes_ + place;
+  const std::size_t wanted = span < kCyclingSpan ? 2 : (cycle_bytes_ + span - 1) / span;
+  const std::size_t places = std::max<std::size_t>(1, std::min(slot_bytes_ / span, wanted));
+  return part.slots + (turn % 2) * slot_bytes_ + (turn / 2) % places * span;
 }
 
 // Every rank counts the same operations: whether one uses a slot depends only

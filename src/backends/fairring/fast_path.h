@@ -5,8 +5,8 @@
 // One shared window per strategy, made once. Each rank's part holds two
 // cache-line flags and two slots; the node's operations t = 1, 2, ... use
 // flag t % 2 by turns, and those whose input does not fit in a flag (the
-// k-th such operation) slot k % 2, where two such inputs fit in a slot at its
-// first or second place by (k / 2) % 2 (input()):
+// k-th such operation) slot k % 2, at the next of its places for an input of
+// that size, round as much of the slot as the L1 data cache holds (input()):
 //
 //   flag[t%2] = { seq, done, payload[48] }
 //     seq   the rank has published its input to t (in payload when it fits,
@@ -22,9 +22,10 @@
 // of their own so that a barrier or a small call between two large ones
 // (pg-bench's barrier before each call, a loss reduced after each gradient)
 // does not send the second to the slot its peers have just read, and the
-// places give inputs up to half a slot four turns: memory written again soon
-// after a peer read it costs up to twice as much to write and read (24-96 KiB
-// on the Intel Xeon of docs/performance.md).
+// places keep a smaller input off the memory its peers read while that may
+// still sit in their L1 caches: memory written again soon after a peer read
+// it costs up to twice as much to write and read (2-96 KiB on the Intel Xeon
+// of docs/performance.md).
 #pragma once
 
 #include <mpi.h>
@@ -49,7 +50,11 @@ class FastPath {
     int rank = 0;                 // this rank in the strategy
     bool regular = false;         // every node has as many ranks: rails carry the split blocks
     bool fail_across = false;     // testing: this rank's step across nodes fails (PGS_FAIRRING_FAULT)
+    std::size_t cycle_bytes = 0;  // how much of a slot its places span at least: the L1 data cache (0: kCycleBytes)
   };
+  // The places of a slot span at least the L1 data cache, where hwloc does
+  // not say how large it is: a common size.
+  static constexpr std::size_t kCycleBytes = std::size_t(32) << 10;
   // Collective over node_comm. `rail`: this rank's rail (an instance of its
   // own, for allreduce and barrier across nodes; the first ranks' rail is the
   // leaders'), or null on one node.
@@ -59,9 +64,11 @@ class FastPath {
   FastPath(const FastPath &) = delete;
   FastPath &operator=(const FastPath &) = delete;
 
-  // Bytes of shared memory this rank's part takes, and the largest input a slot holds.
+  // Bytes of shared memory this rank's part takes, the largest input a slot
+  // holds, and how much of a slot its places span at least.
   std::size_t footprint() const;
   std::size_t slot_bytes() const { return slot_bytes_; }
+  std::size_t cycle_bytes() const { return cycle_bytes_; }
   // Whether small allreduces and barriers go up the tree on this node.
   bool tree() const { return tree_; }
   // Whether the path serves `a`: a collective it has, an input that fits a
@@ -100,7 +107,7 @@ class FastPath {
   int local_ = 0, local_size_ = 1, nodes_ = 1, size_ = 1;
   std::vector<int> rank_of_local_;  // the strategy rank of each local rank
   bool fail_across_ = false;
-  std::size_t slot_bytes_ = 0, split_bytes_ = 0;
+  std::size_t slot_bytes_ = 0, split_bytes_ = 0, cycle_bytes_ = 0;
   bool tree_ = false;  // small allreduces and barriers go up a tree (a node of PGS_FAIRRING_TREE_RANKS or more)
   std::vector<Part> parts_;
   Backend *rail_ = nullptr;
