@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,6 +90,16 @@ const std::vector<std::string> kTwoSocketGpus = {
 
 }  // namespace
 
+// This machine's L1 data cache, as hwloc reports it (fairring's fast path
+// sizes its places by it), against what the C library reads from the CPU.
+TEST(ThisMachine, L1DataCache) {
+  std::shared_ptr<const topo::Machine> m;
+  ASSERT_EQ(topo::load_machine("", &m), PG_OK) << pg::last_error();
+  const long libc = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  if (libc <= 0) GTEST_SKIP() << "the C library does not know this CPU's L1 data cache";
+  EXPECT_EQ(m->l1d_bytes, static_cast<std::size_t>(libc));
+}
+
 // ---------------------------------------------------------------------------
 // The 2-socket, 8-GPU, 4-NIC node
 // ---------------------------------------------------------------------------
@@ -101,6 +114,7 @@ TEST(TwoSocketNode, CoresNumaGpusNics) {
   EXPECT_EQ(m.numa[0].cpuset, "0-3");
   EXPECT_EQ(m.numa[1].cpuset, "4-7");
   EXPECT_EQ(m.numa[0].cores, 4);
+  EXPECT_EQ(m.l1d_bytes, 0u);  // the file describes no caches: fairring falls back to a common size
 
   ASSERT_EQ(m.gpus.size(), 8u);
   for (std::size_t i = 0; i < m.gpus.size(); ++i) {
