@@ -86,18 +86,23 @@ class Bound final : public MpiBarrierBackend {
     MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_LONG, MPI_MIN, info.world);  // the same places everywhere
     l1d_bytes_ = static_cast<size_t>(fewest);
     const size_t part_bytes = 2 * sizeof(Flag) + 2 * parity_bytes_;
-    char *mine = nullptr;
-    if (MPI_Win_allocate_shared(static_cast<MPI_Aint>(part_bytes), kLine, MPI_INFO_NULL, comm_, &mine, &win_) !=
+    char *base = nullptr;
+    // A line more than the part: an MPI need not align a rank's segment to a
+    // cache line (Open MPI does not), and each part starts at the next one.
+    if (MPI_Win_allocate_shared(static_cast<MPI_Aint>(part_bytes + kLine), 1, MPI_INFO_NULL, comm_, &base, &win_) !=
         MPI_SUCCESS)
       throw Error("cannot share " + std::to_string(part_bytes) +
                   " bytes per rank between the node's ranks (MPI_Win_allocate_shared failed): use a smaller -e");
-    new (mine) Flag[2]();
     parts_.resize(static_cast<size_t>(ranks_));
     for (int q = 0; q < ranks_; ++q) {
       MPI_Aint size = 0;
       int unit = 0;
-      MPI_Win_shared_query(win_, q, &size, &unit, &parts_[static_cast<size_t>(q)]);
+      char *at = nullptr;
+      MPI_Win_shared_query(win_, q, &size, &unit, &at);
+      parts_[static_cast<size_t>(q)] = at + (kLine - reinterpret_cast<uintptr_t>(at) % kLine) % kLine;
     }
+    char *mine = parts_[static_cast<size_t>(local_)];
+    new (mine) Flag[2]();
     std::memset(mine + 2 * sizeof(Flag), 0, part_bytes - 2 * sizeof(Flag));  // every page touched before timing
     MPI_Barrier(comm_);
   }
