@@ -104,19 +104,14 @@ pg_status choose_wait_rule(pg_strategy *s) {
   if (share.oversubscribed()) oversubscribed_before = true;
   const bool yield = wait == Settings::Wait::yield ||
                      (wait == Settings::Wait::auto_ && (share.oversubscribed() || yielding));
-  // Ranks bound to CPUs of their own spin through the budget: a yield could
-  // only hand the core to another program, and beside a busy one Linux runs
-  // that for a whole time slice, milliseconds (docs/performance.md, "Waiting").
-  const bool spin = wait == Settings::Wait::spin || (wait == Settings::Wait::auto_ && share.own_cpus);
   WaitRule rule;
   rule.budget_us = s->settings.wait_budget_us;
-  rule.spin_us = yield ? 0 : spin ? rule.budget_us : WaitRule::kSpinUs;
+  rule.spin_us = yield ? 0 : wait == Settings::Wait::spin ? rule.budget_us : WaitRule::kSpinUs;
   set_wait_rule(rule);
   std::string why = "PGS_WAIT";
   if (wait == Settings::Wait::auto_)
     why = std::to_string(share.ranks) + " ranks on " + std::to_string(share.cpus) + " CPUs of this host" +
           (yielding && !share.oversubscribed() ? "; an earlier strategy of this process found more ranks than CPUs"
-           : share.own_cpus && !yield          ? ", each bound to CPUs of its own"
                                                : "");
   const std::string budget = std::to_string(s->settings.wait_budget_us) + " us";
   std::string how = "spin " + budget;

@@ -150,16 +150,13 @@ pg_status host_share(MPI_Comm comm, HostShare *out) {
     PG_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
   mark_owned(host);
   cpu_set_t all;
-  int ranks = 1, counted = 0;
-  const int mine_count = CPU_COUNT(&mine);
-  int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
-  if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&mine_count, &counted, 1, MPI_INT, MPI_SUM, host);
+  int ranks = 1;
+  const int rc = MPI_Allreduce(&mine, &all, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, host);
   MPI_Comm_size(host, &ranks);
   MPI_Comm_free(&host);
   if (rc != MPI_SUCCESS) return fail(PG_ERR_BACKEND, "MPI_Allreduce of the ranks' CPU masks failed");
   out->ranks = ranks;
   out->cpus = CPU_COUNT(&all);
-  out->own_cpus = counted == out->cpus;  // no CPU counted twice
   return PG_OK;
 }
 

@@ -156,11 +156,9 @@ std::string describe_binding(const Binding &binding);
 // namespaces of one machine share its CPUs) and the CPUs they may run on
 // together (the union of their affinity masks). Collective over comm. More
 // ranks than CPUs: the host is oversubscribed, and a waiting rank must give
-// its core away. Masks that do not overlap: no rank can run on another's
-// CPUs, and a waiting rank that gives its core away gives it to a stranger.
+// its core away.
 struct HostShare {
   int ranks = 1, cpus = 1;
-  bool own_cpus = false;  // the ranks' masks do not overlap
   bool oversubscribed() const { return ranks > cpus; }
 };
 pg_status host_share(MPI_Comm comm, HostShare *out);
