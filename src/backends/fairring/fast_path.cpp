@@ -52,7 +52,7 @@ std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
 class FastPath::Op final : public Request {
  public:
   Op(FastPath &path, const CollArgs &a, std::uint64_t t)
-      : p_(path), a_(a), t_(t), turn_(path.next_turn(a)), bytes_(a.count * dtype_size(a.dtype)), split_(splits()),
+      : p_(path), a_(a), t_(t), place_(path.next_place(a)), bytes_(a.count * dtype_size(a.dtype)), split_(splits()),
         tree_(climbs()) {}
 
   pg_status test(bool *done) override {
@@ -377,11 +377,12 @@ class FastPath::Op final : public Request {
   }
 
   // Where local rank q publishes this operation's input of n bytes.
-  char *input(int q, std::size_t n) const { return p_.input(q, t_, turn_, n); }
+  char *input(int q, std::size_t n) const { return p_.input(q, t_, place_, n); }
 
   FastPath &p_;
   const CollArgs a_;
-  const std::uint64_t t_, turn_;  // the operation and its slot turn
+  const std::uint64_t t_;
+  const std::size_t place_;  // where in each rank's slots its input is, when it does not fit in a flag
   // What the operation is, worked out once: its bytes, whether it is split
   // into blocks, whether it climbs the tree.
   const std::size_t bytes_;
@@ -459,26 +460,28 @@ pg_status FastPath::start(const CollArgs &a, std::unique_ptr<Request> *out) {
   return PG_OK;
 }
 
-char *FastPath::input(int p, std::uint64_t t, std::uint64_t turn, std::size_t bytes) const {
+char *FastPath::input(int p, std::uint64_t t, std::size_t place, std::size_t bytes) const {
   const Part &part = parts_[static_cast<std::size_t>(p)];
-  if (bytes <= kInline) return part.flags[t % 2].payload;
-  // Slot turn % 2, and in it the next of the places of this size that span
-  // cycle_bytes_ (as many as the slot holds): a place is written again only
-  // after an L1 data cache's worth of other inputs went through the slot, by
-  // when its peers' copies of it have left their L1. Fewer places leave 2-96
-  // KiB up to twice as slow; below kCyclingSpan the writer's own misses on
-  // more places cost more than they save, and two places are kept
-  // (docs/algorithms.md, "The fast path").
+  return bytes <= kInline ? part.flags[t % 2].payload : part.slots + place;
+}
+
+// The k-th operation whose input does not fit in a flag takes slot k % 2, and
+// in it the next of the places of its size that span cycle_bytes_ (as many as
+// the slot holds): a place is written again only after an L1 data cache's
+// worth of other inputs went through the slot, by when its peers' copies of
+// it have left their L1. Fewer places leave 2-96 KiB up to twice as slow;
+// below kCyclingSpan the writer's own misses on more places cost more than
+// they save, and two places are kept (docs/algorithms.md, "The fast path").
+// Every rank counts the same operations: whether one uses a slot depends only
+// on what every rank passes alike (the root's input for a broadcast).
+std::size_t FastPath::next_place(const CollArgs &a) {
+  const std::size_t bytes = input_bytes(a, a.root, local_size_);
+  if (bytes <= kInline) return 0;
+  const std::uint64_t k = slot_turns_++;
   const std::size_t span = round_up(bytes, 64);
   const std::size_t wanted = span < kCyclingSpan ? 2 : (cycle_bytes_ + span - 1) / span;
   const std::size_t places = std::max<std::size_t>(1, std::min(slot_bytes_ / span, wanted));
-  return part.slots + (turn % 2) * slot_bytes_ + (turn / 2) % places * span;
-}
-
-// Every rank counts the same operations: whether one uses a slot depends only
-// on what every rank passes alike (the root's input for a broadcast).
-std::uint64_t FastPath::next_turn(const CollArgs &a) {
-  return input_bytes(a, a.root, local_size_) > kInline ? slot_turns_++ : 0;
+  return (k % 2) * slot_bytes_ + (k / 2) % places * span;
 }
 
 bool FastPath::arrived(std::uint64_t t) const {

@@ -97,10 +97,10 @@ class FastPath {
 
   FastPath() = default;
   // Where local rank p publishes operation t's input of `bytes`: in its
-  // flag, or in slot `turn` % 2.
-  char *input(int p, std::uint64_t t, std::uint64_t turn, std::size_t bytes) const;
-  // The slot turn of an operation about to start, by its input's size.
-  std::uint64_t next_turn(const CollArgs &a);
+  // flag, or at `place` in its slots.
+  char *input(int p, std::uint64_t t, std::size_t place, std::size_t bytes) const;
+  // The place in the slots of an operation about to start, by its input's size.
+  std::size_t next_place(const CollArgs &a);
   bool arrived(std::uint64_t t) const;
 
   MPI_Win win_ = MPI_WIN_NULL;
