@@ -90,6 +90,10 @@ void extract(hwloc_topology_t topo, Machine *m) {
   m->cores = std::max(0, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE));
   m->pus = std::max(0, hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
   if (hwloc_obj_t l1 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L1CACHE, 0)) m->l1d_bytes = l1->attr->cache.size;
+  if (hwloc_obj_t l2 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L2CACHE, 0)) {
+    m->l2_bytes = l2->attr->cache.size;
+    m->l2_cores = std::max(1, hwloc_get_nbobjs_inside_cpuset_by_type(topo, l2->cpuset, HWLOC_OBJ_CORE));
+  }
 
   for (hwloc_obj_t node = nullptr;
        (node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, node)) != nullptr;) {

@@ -65,6 +65,8 @@ struct Machine {
   std::string hostname;     // from the topology (HostName info); may be empty
   int packages = 0, cores = 0, pus = 0;
   std::size_t l1d_bytes = 0;   // the first core's L1 data (or unified) cache; 0: hwloc does not know
+  std::size_t l2_bytes = 0;    // the first core's L2 cache; 0: hwloc does not know
+  int l2_cores = 1;            // the cores that share it
   std::vector<NumaNode> numa;  // by os_index
   std::vector<Gpu> gpus;       // by PCI bus id
   std::vector<Nic> nics;       // by PCI bus id, then name

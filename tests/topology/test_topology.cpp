@@ -100,6 +100,18 @@ TEST(ThisMachine, L1DataCache) {
   EXPECT_EQ(m->l1d_bytes, static_cast<std::size_t>(libc));
 }
 
+// This machine's L2 cache (fairring cuts its CPU slices by it), against the C
+// library's reading; the cores sharing it, against the machine's cores.
+TEST(ThisMachine, L2Cache) {
+  std::shared_ptr<const topo::Machine> m;
+  ASSERT_EQ(topo::load_machine("", &m), PG_OK) << pg::last_error();
+  EXPECT_GE(m->l2_cores, 1);
+  EXPECT_LE(m->l2_cores, m->cores);
+  const long libc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (libc <= 0) GTEST_SKIP() << "the C library does not know this CPU's L2 cache";
+  EXPECT_EQ(m->l2_bytes, static_cast<std::size_t>(libc));
+}
+
 // ---------------------------------------------------------------------------
 // The 2-socket, 8-GPU, 4-NIC node
 // ---------------------------------------------------------------------------
@@ -114,7 +126,8 @@ TEST(TwoSocketNode, CoresNumaGpusNics) {
   EXPECT_EQ(m.numa[0].cpuset, "0-3");
   EXPECT_EQ(m.numa[1].cpuset, "4-7");
   EXPECT_EQ(m.numa[0].cores, 4);
-  EXPECT_EQ(m.l1d_bytes, 0u);  // the file describes no caches: fairring falls back to a common size
+  EXPECT_EQ(m.l1d_bytes, 0u);  // the file describes no caches: fairring falls back to common sizes
+  EXPECT_EQ(m.l2_bytes, 0u);
 
   ASSERT_EQ(m.gpus.size(), 8u);
   for (std::size_t i = 0; i < m.gpus.size(); ++i) {

@@ -115,6 +115,20 @@ TEST(Params, ReadFromEnvironment) {
 }
 
 // fairring's sizes default by device, and a value set (0 included) is kept.
+// fairring's CPU slices: 2 x inflight of them fit a core's L2 cache, a power
+// of two from 64 KiB to 1 MiB.
+TEST(Params, FairringSlicesByL2Cache) {
+  using pg::fairring::Settings;
+  constexpr std::size_t KiB = 1024, MiB = KiB * KiB;
+  EXPECT_EQ(Settings::cpu_slice_bytes(2 * MiB, 4), 256 * KiB);     // Intel Xeon, 2 MiB a core
+  EXPECT_EQ(Settings::cpu_slice_bytes(MiB, 4), 128 * KiB);         // AMD Zen 4/5, 1 MiB a core
+  EXPECT_EQ(Settings::cpu_slice_bytes(1280 * KiB, 4), 128 * KiB);  // 1.25 MiB: the power of two below 160 KiB
+  EXPECT_EQ(Settings::cpu_slice_bytes(2 * MiB, 8), 128 * KiB);     // more in flight, smaller slices
+  EXPECT_EQ(Settings::cpu_slice_bytes(256 * KiB, 4), 64 * KiB);    // no smaller than 64 KiB
+  EXPECT_EQ(Settings::cpu_slice_bytes(64 * MiB, 4), MiB);          // no larger than 1 MiB
+  EXPECT_EQ(Settings::cpu_slice_bytes(0, 4), Settings::kCpuSliceBytes);  // unknown
+}
+
 TEST(Params, FairringDefaultsByDevice) {
   using pg::fairring::Settings;
   std::shared_ptr<const pg::BackendSettings> read_back;
@@ -122,7 +136,9 @@ TEST(Params, FairringDefaultsByDevice) {
   unsetenv("PGS_FAIRRING_MIN_BYTES");
   ASSERT_EQ(Settings::read(&read_back), PG_OK);
   const auto &unset = static_cast<const Settings &>(*read_back);
-  EXPECT_EQ(unset.for_device(false).slice_bytes, std::size_t(256) << 10);
+  EXPECT_EQ(unset.for_device(false).slice_bytes, std::size_t(256) << 10);  // the L2 cache unknown
+  EXPECT_EQ(unset.for_device(false, std::size_t(1) << 20).slice_bytes, std::size_t(128) << 10);
+  EXPECT_EQ(unset.for_device(true, std::size_t(1) << 20).slice_bytes, std::size_t(4) << 20);
   EXPECT_EQ(unset.for_device(false).min_bytes, std::size_t(32) << 10);
   EXPECT_EQ(unset.for_device(true).slice_bytes, std::size_t(4) << 20);
   EXPECT_EQ(unset.for_device(true).min_bytes, std::size_t(8) << 20);

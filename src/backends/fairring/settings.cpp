@@ -27,7 +27,7 @@ pg_status parse_fault(const char *name, const char *value, std::vector<int> *ran
 
 const params::Param<Settings> kRows[] = {
     // Bounded so that the shared slots (2 x inflight x slice per rank) stay sane.
-    {"PGS_FAIRRING_SLICE_BYTES", "256K on CPU, 4M on CUDA",
+    {"PGS_FAIRRING_SLICE_BYTES", "on CPU by the L2 cache (256K where unknown), 4M on CUDA",
      "bytes per slice of the pipeline (one shared-memory slot on CPU)",
      [](const char *n, const char *v, Settings *s) {
        std::size_t bytes = 0;
@@ -81,9 +81,18 @@ const params::Param<Settings> kRows[] = {
 
 }  // namespace
 
-Settings Settings::for_device(bool cuda) const {
+std::size_t Settings::cpu_slice_bytes(std::size_t l2_per_core, int inflight) {
+  constexpr std::size_t kLeast = std::size_t(64) << 10, kMost = std::size_t(1) << 20;
+  if (l2_per_core == 0) return kCpuSliceBytes;
+  const std::size_t fits = l2_per_core / (2 * static_cast<std::size_t>(inflight));
+  std::size_t slice = kLeast;
+  while (slice * 2 <= fits && slice * 2 <= kMost) slice *= 2;
+  return slice;
+}
+
+Settings Settings::for_device(bool cuda, std::size_t l2_per_core) const {
   Settings s = *this;
-  if (!s.slice_bytes) s.slice_bytes = cuda ? kCudaSliceBytes : kCpuSliceBytes;
+  if (!s.slice_bytes) s.slice_bytes = cuda ? kCudaSliceBytes : cpu_slice_bytes(l2_per_core, s.inflight);
   if (!s.min_bytes) s.min_bytes = cuda ? kCudaMinBytes : kCpuMinBytes;
   return s;
 }

@@ -18,13 +18,21 @@ class Settings final : public BackendSettings {
   static constexpr int kMaxInflight = 64;
 
   // The defaults that depend on the device, all here (the rows' texts in
-  // settings.cpp and docs/env.md say them too): slices of 256 KiB on CPU (a
-  // slot stays in cache) and 4 MiB on CUDA (each slice pays for NCCL launches
-  // and two copy submissions); the flat path below 32 KiB on CPU
-  // (docs/performance.md) and below 8 MiB on CUDA, where NCCL's own allreduce
-  // is faster.
+  // settings.cpp and docs/env.md say them too): slices on CPU by the L2 cache
+  // (cpu_slice_bytes), 256 KiB where it is not known, and 4 MiB on CUDA (each
+  // slice pays for NCCL launches and two copy submissions); the flat path
+  // below 32 KiB on CPU (docs/performance.md) and below 8 MiB on CUDA, where
+  // NCCL's own allreduce is faster.
   static constexpr std::size_t kCpuSliceBytes = std::size_t(256) << 10, kCudaSliceBytes = std::size_t(4) << 20;
   static constexpr std::size_t kCpuMinBytes = std::size_t(32) << 10, kCudaMinBytes = std::size_t(8) << 20;
+  // A rank's shared slots on CPU, an input and a result for each slice in
+  // flight, stay in its core's share of the L2 cache: the largest power of
+  // two with 2 x inflight slices in `l2_per_core` bytes, from 64 KiB (below,
+  // each slice's flag rounds cost more than the cache saves) to 1 MiB;
+  // kCpuSliceBytes where the L2 is not known (0). On the Intel Xeon of
+  // docs/performance.md (2 MiB a core, 4 in flight: 256 KiB), larger slices
+  // ran 2-8 MiB up to a fifth slower.
+  static std::size_t cpu_slice_bytes(std::size_t l2_per_core, int inflight);
 
   // Unset sizes: for_device() puts in the device's default.
   std::optional<std::size_t> slice_bytes;  // PGS_FAIRRING_SLICE_BYTES
@@ -41,8 +49,9 @@ class Settings final : public BackendSettings {
   std::vector<int> fail_across;            // PGS_FAIRRING_FAULT=across:<ranks> (testing)
   std::vector<std::string> given;          // as set, by row
 
-  // These settings with each unset size replaced by the device's default (above).
-  Settings for_device(bool cuda) const;
+  // These settings with each unset size replaced by the device's default
+  // (above); `l2_per_core`: the CPU's L2 cache a core has, 0 unknown.
+  Settings for_device(bool cuda, std::size_t l2_per_core = 0) const;
 
   params::Listings list() const override;
   static pg_status read(std::shared_ptr<const BackendSettings> *out);
