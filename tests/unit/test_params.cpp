@@ -114,7 +114,6 @@ TEST(Params, ReadFromEnvironment) {
   unsetenv("PGS_TIMEOUT");
 }
 
-// fairring's sizes default by device, and a value set (0 included) is kept.
 // fairring's CPU slices: 2 x inflight of them fit a core's L2 cache, a power
 // of two from 64 KiB to 1 MiB.
 TEST(Params, FairringSlicesByL2Cache) {
@@ -129,6 +128,7 @@ TEST(Params, FairringSlicesByL2Cache) {
   EXPECT_EQ(Settings::cpu_slice_bytes(0, 4), Settings::kCpuSliceBytes);  // unknown
 }
 
+// fairring's sizes default by device, and a value set (0 included) is kept.
 TEST(Params, FairringDefaultsByDevice) {
   using pg::fairring::Settings;
   std::shared_ptr<const pg::BackendSettings> read_back;

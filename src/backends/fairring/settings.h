@@ -27,11 +27,11 @@ class Settings final : public BackendSettings {
   static constexpr std::size_t kCpuMinBytes = std::size_t(32) << 10, kCudaMinBytes = std::size_t(8) << 20;
   // A rank's shared slots on CPU, an input and a result for each slice in
   // flight, stay in its core's share of the L2 cache: the largest power of
-  // two with 2 x inflight slices in `l2_per_core` bytes, from 64 KiB (below,
-  // each slice's flag rounds cost more than the cache saves) to 1 MiB;
-  // kCpuSliceBytes where the L2 is not known (0). On the Intel Xeon of
-  // docs/performance.md (2 MiB a core, 4 in flight: 256 KiB), larger slices
-  // ran 2-8 MiB up to a fifth slower.
+  // two with 2 x inflight slices in `l2_per_core` bytes, from 64 KiB (smaller
+  // slices pay more counter rounds: 64 KiB ran 512 KiB up to a tenth slower)
+  // to 1 MiB; kCpuSliceBytes where the L2 is not known (0). On the Intel Xeon
+  // of docs/performance.md (2 MiB a core, 4 in flight: 256 KiB), larger slices
+  // ran 2-32 MiB up to a fifth slower.
   static std::size_t cpu_slice_bytes(std::size_t l2_per_core, int inflight);
 
   // Unset sizes: for_device() puts in the device's default.
