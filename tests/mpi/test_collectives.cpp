@@ -4,10 +4,11 @@
 // and out of place, checked bit for bit against values computed here; MIN/MAX
 // over NaN and signed zeros; sums of inexact floats bit-identical on every rank.
 //
-//   test_collectives BACKEND [quick] [mem-alloc] [cuda | cuda:N] [nccl-own-hosts]
+//   test_collectives BACKEND [quick] [mem-alloc | mem-alloc-even] [cuda | cuda:N] [nccl-own-hosts]
 // BACKEND "-" means the default. "quick" narrows dtypes and counts (for runs
 // with a tiny chunk or slice size); "mem-alloc" takes the send and receive
-// buffers from pg_mem_alloc. "cuda" runs every check on device buffers: the
+// buffers from pg_mem_alloc, "mem-alloc-even" on even ranks only (the odd
+// ones use the heap: a call that mixes both). "cuda" runs every check on device buffers: the
 // test fills and reads host copies, which go up before each call and come
 // back after it; without a usable GPU the test is skipped (exit 77).
 // "nccl-own-hosts" gives each rank an NCCL host of its own (NCCL_HOSTID), so
@@ -36,6 +37,7 @@ struct Options {
   const char *device = "cpu";
   bool quick = false;
   bool mem_alloc = false;
+  bool odd_ranks_on_heap = false;  // mem-alloc-even
   bool own_hosts = false;
   bool cuda() const { return std::strncmp(device, "cuda", 4) == 0; }
 };
@@ -162,6 +164,7 @@ class Suite {
       for (std::size_t n : counts)
         for (bool in_place : {false, true}) movement(dtype, n, in_place);
     }
+    if (options_.mem_alloc) large_reductions();
     uneven_all(options_.quick);
     random_reductions(options_.quick ? 50 : 1001);
     symmetry();
@@ -171,7 +174,19 @@ class Suite {
     PG_TEST_STATUS(pg_barrier(s_), PG_OK);
   }
 
+  // Buffers of kLargeCount float32 or int32: each rank's block of them
+  // outgrows an L1 data cache, which is where fairring's fast path starts to
+  // read pg_mem_alloc inputs in place.
+  static constexpr std::size_t kLargeCount = 60001;
+
  private:
+  void large_reductions() {
+    for (bool in_place : {false, true}) {
+      reductions(PG_FLOAT32, PG_SUM, kLargeCount, in_place);
+      reductions(PG_INT32, PG_MAX, kLargeCount, in_place);
+    }
+  }
+
   // On CUDA, the device copy of a host buffer, which the library gets
   // instead (on()). Every live copy goes up before a call and comes back
   // after it (call()).
@@ -202,7 +217,8 @@ class Suite {
   Buffer make(std::size_t bytes, int arena) {
     Buffer b;
     char *arena_at = nullptr;
-    if (options_.mem_alloc && arena >= 0 && bytes + 1 <= arena_bytes_)
+    const bool on_heap = options_.odd_ranks_on_heap && R_ % 2 == 1;
+    if (options_.mem_alloc && !on_heap && arena >= 0 && bytes + 1 <= arena_bytes_)
       arena_at = static_cast<char *>(arenas_[static_cast<std::size_t>(arena)]);
     if (arena_at && !options_.cuda()) {
       b.data = arena_at;
@@ -794,7 +810,8 @@ int main(int argc, char **argv) {
   if (argc > 1 && std::strcmp(argv[1], "-") != 0) options.backend = argv[1];
   for (int i = 2; i < argc; ++i) {
     options.quick = options.quick || std::strcmp(argv[i], "quick") == 0;
-    options.mem_alloc = options.mem_alloc || std::strcmp(argv[i], "mem-alloc") == 0;
+    options.odd_ranks_on_heap = options.odd_ranks_on_heap || std::strcmp(argv[i], "mem-alloc-even") == 0;
+    options.mem_alloc = options.mem_alloc || options.odd_ranks_on_heap || std::strcmp(argv[i], "mem-alloc") == 0;
     options.own_hosts = options.own_hosts || std::strcmp(argv[i], "nccl-own-hosts") == 0;
     if (std::strncmp(argv[i], "cuda", 4) == 0) options.device = argv[i];
   }
@@ -828,8 +845,10 @@ int main(int argc, char **argv) {
   }
   {
     Suite suite(s, options);
-    // The largest buffer: every rank's block of 1001 float64, plus the marker byte.
-    if (suite.init(static_cast<std::size_t>(pg_strategy_size(s)) * 3001 * 8 + 64)) suite.run();
+    // The largest buffer: every rank's block of 3001 float64 or, with
+    // mem-alloc, of kLargeCount float32 (reduce_scatter's input), plus the marker byte.
+    const std::size_t block = std::max<std::size_t>(3001 * 8, options.mem_alloc ? Suite::kLargeCount * 4 : 0);
+    if (suite.init(static_cast<std::size_t>(pg_strategy_size(s)) * block + 64)) suite.run();
   }
   PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
   return finish(pg_test_verdict(MPI_COMM_WORLD, "test_collectives"));

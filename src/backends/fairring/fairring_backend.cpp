@@ -80,7 +80,7 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
       FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
-                              c.size, c.rank, !irregular, fails_across_, caches().l1d};
+                              c.size, c.rank, !irregular, fails_across_, caches().l1d, args.env.memory};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
     }
@@ -179,7 +179,8 @@ class FairringBackend final : public Backend {
     if (fast_)
       d += ", fast path of " + text::format_bytes(fast_->footprint()) + " per rank (its places round " +
            text::format_bytes(fast_->cycle_bytes()) + " of a slot: " +
-           (caches().l1d ? "the L1 data cache hwloc reports" : "hwloc reports no L1 data cache, a common size") + ")";
+           (caches().l1d ? "the L1 data cache hwloc reports" : "hwloc reports no L1 data cache, a common size") +
+           "; split allreduces read pg_mem_alloc inputs in place where a rank's block outgrows that)";
     if (fast_ && fast_->tree()) d += " (a tree below " + text::format_bytes(settings_.split_bytes) + ")";
     return d + ", slices of " + text::format_bytes(*settings_.slice_bytes) + " (" + slice_reason() + "), " +
            std::to_string(settings_.inflight) + " in flight, " +

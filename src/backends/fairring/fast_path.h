@@ -10,7 +10,9 @@
 //
 //   flag[t%2] = { seq, done, payload[48] }
 //     seq   the rank has published its input to t (in payload when it fits,
-//           else in slot[k%2]), or, up the tree, its partial result
+//           else in slot[k%2]; a split allreduce's input in a pg_mem_alloc
+//           buffer stays there, and payload says where), or, up the tree,
+//           its partial result
 //     done  the result of t is in this rank's part (the node's leader's, or
 //           the rank's own block of a split allreduce); with kFailed, the
 //           rank's step across nodes failed
@@ -51,6 +53,7 @@ class FastPath {
     bool regular = false;         // every node has as many ranks: rails carry the split blocks
     bool fail_across = false;     // testing: this rank's step across nodes fails (PGS_FAIRRING_FAULT)
     std::size_t cycle_bytes = 0;  // how much of a slot its places span at least: the L1 data cache (0: kCycleBytes)
+    const Memory *memory = nullptr;  // the strategy's pg_mem_alloc buffers: a split allreduce's peers read them in place
   };
   // The places of a slot span at least the L1 data cache, where hwloc does
   // not say how large it is: a common size.
@@ -92,6 +95,12 @@ class FastPath {
     Flag *flags = nullptr;  // [2]
     char *slots = nullptr;  // [2][slot_bytes_]
   };
+  // In a split allreduce's flag payload: where the rank's input lies, a
+  // pg_mem_alloc buffer its peers read in place (id >= 0), or its slot (-1).
+  struct InputSpot {
+    std::int64_t id;
+    std::uint64_t offset;
+  };
   static constexpr std::size_t kInline = sizeof(Flag::payload);
   static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in `done`: the step across nodes failed
 
@@ -110,6 +119,7 @@ class FastPath {
   std::size_t slot_bytes_ = 0, split_bytes_ = 0, cycle_bytes_ = 0;
   bool tree_ = false;  // small allreduces and barriers go up a tree (a node of PGS_FAIRRING_TREE_RANKS or more)
   std::vector<Part> parts_;
+  const Memory *memory_ = nullptr;
   Backend *rail_ = nullptr;
   bool rails_ = false;  // split allreduces cross nodes on every rank's rail
   std::uint64_t started_ = 0;   // operations started here
