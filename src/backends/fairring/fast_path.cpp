@@ -424,6 +424,7 @@ class FastPath::Op final : public Request {
 pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *rail,
                            std::unique_ptr<FastPath> *out) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "flags are shared between processes");
+  static_assert(sizeof(InputSpot) <= kInline, "an input's spot travels in its flag's payload");
   std::unique_ptr<FastPath> f(new FastPath());
   MPI_Comm_rank(node_comm, &f->local_);
   MPI_Comm_size(node_comm, &f->local_size_);
