@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/runtime.h"
+#include "core/trace.h"
 #include "util/dtype.h"
 #include "util/reduce.h"
 #include "util/round_up.h"
@@ -53,7 +54,10 @@ class FastPath::Op final : public Request {
  public:
   Op(FastPath &path, const CollArgs &a, std::uint64_t t)
       : p_(path), a_(a), t_(t), place_(path.next_place(a)), bytes_(a.count * dtype_size(a.dtype)), split_(splits()),
-        tree_(climbs()) {}
+        tree_(climbs()), spot_(split_ && reads_in_place() ? path.memory_->find(a.send, bytes_) : SharedSpot{}) {}
+
+  // Whether this rank's input is read in place by its peers (publish()).
+  bool input_shared() const { return spot_.id >= 0; }
 
   pg_status test(bool *done) override {
     *done = false;
@@ -236,13 +240,11 @@ class FastPath::Op final : public Request {
     const std::size_t n = input_bytes(a_, p_.local_, p_.local_size_);
     const bool copy = n > 0 && !(leader_mode() && !split_ && p_.local_ == 0);
     if (copy && split_) {
-      SharedSpot spot;
       if (reads_in_place()) {
-        spot = p_.memory_->find(a_.send, n);
-        const InputSpot where{spot.id, spot.offset};
+        const InputSpot where{spot_.id, spot_.offset};
         std::memcpy(p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].payload, &where, sizeof where);
       }
-      if (spot.id < 0) {  // every block but this rank's own into its slot
+      if (!input_shared()) {  // every block but this rank's own into its slot
         const auto [lo, len] = block(p_.local_);
         const std::size_t size = dtype_size(a_.dtype);
         char *slot = input(p_.local_, n);
@@ -417,6 +419,7 @@ class FastPath::Op final : public Request {
   // into blocks, whether it climbs the tree.
   const std::size_t bytes_;
   const bool split_, tree_;
+  const SharedSpot spot_;  // where a split allreduce's input lies in pg_mem_alloc memory (reads_in_place())
   Stage stage_ = Stage::publish;
   std::unique_ptr<Request> across_;
 };
@@ -481,11 +484,13 @@ bool FastPath::fits(const CollArgs &a) const {
 
 pg_status FastPath::run(const CollArgs &a) {
   Op op(*this, a, ++started_);
+  if (op.input_shared()) trace::annotate_shared(true, false);
   return op.wait();
 }
 
 pg_status FastPath::start(const CollArgs &a, std::unique_ptr<Request> *out) {
   auto op = std::make_unique<Op>(*this, a, ++started_);
+  if (op->input_shared()) trace::annotate_shared(true, false);
   bool done = false;
   PG_CHECK(op->test(&done));  // publishes at once when it can
   *out = std::move(op);
