@@ -3,8 +3,8 @@
 #
 # Runs one flight-recorder scenario with PGS_TRACE=WORK/CASE and checks what
 # pg-trace (and the dumps themselves) say about it. Cases: hang, straggler,
-# mismatch, signal, wrap, timeline, backends, bad_dumps, subgroup, concurrent,
-# shared_folder.
+# mismatch, signal, wrap, timeline, backends, shared, bad_dumps, subgroup,
+# concurrent, shared_folder.
 set -u
 case_name=$1 work=$2 mpiexec=$3 npflag=$4 job=$5 python=$6 pgtrace=$7
 shift 7
@@ -99,6 +99,11 @@ EOF
         *) dumps_check "all(d['strategies'][0]['backend'] == '$name' and sum(e['op'] in ('allreduce', 'reduce_scatter', 'allgather') and e['status'] == 'PG_OK' for e in d['strategies'][0]['entries']) == 3 for d in dumps)" ;;
       esac
     done
+    ;;
+  shared)  # fairring's fast path marks the allreduce whose pg_mem_alloc input its peer read in place
+    run 2 "$job" shared
+    [ "$status" -eq 0 ] || fail "the job failed"
+    dumps_check "all(sorted((e['bytes'], e.get('shared')) for e in d['strategies'][0]['entries'] if e['op'] == 'allreduce' and e.get('algorithm') == 'fast') == [(16384, None), (262144, 'send')] for d in dumps)"
     ;;
   bad_dumps)  # pg-trace on what is not a set of dumps: exit 2, a clear message, no traceback
     expect() {  # expect <what> <pattern>

@@ -13,6 +13,9 @@
  *   trace_job many N      N allreduces, results checked (the ring buffer)
  *   trace_job backend B   allreduce, reduce_scatter and allgather on backend B
  *                         ("plain": a table backend), results checked
+ *   trace_job shared      fairring's allreduces of 16 KiB and 256 KiB from a
+ *                         pg_mem_alloc buffer, out of place, results checked
+ *                         (the larger one's input is read in place)
  *   trace_job subgroup    ranks 0 and 1 trace a strategy on a sub-communicator
  *                         first; then every rank traces one on the world
  *   trace_job concurrent  dumps from every side at once: two threads ask for
@@ -101,7 +104,9 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     trace_pair();
   }
-  const char *backend = strcmp(mode, "backend") == 0 && argc > 2 ? argv[2] : NULL;
+  const char *backend = strcmp(mode, "backend") == 0 && argc > 2 ? argv[2]
+                        : strcmp(mode, "shared") == 0              ? "fairring"
+                                                                   : NULL;
   if (backend && strcmp(backend, "plain") == 0) PG_TEST_STATUS(pg_test_register_plain(), PG_OK);
   pg_strategy *s = NULL;
   PG_TEST_STATUS(pg_strategy_create("cpu", backend, &s), PG_OK);
@@ -149,6 +154,18 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "many") == 0) {
     const int n = argc > 2 ? atoi(argv[2]) : 50;
     for (int i = 0; i < n; ++i) allreduce_checked(s, 2);
+  } else if (strcmp(mode, "shared") == 0) {
+    const size_t counts[] = {2048, 32768}; /* doubles */
+    double *send = NULL, *recv = malloc(32768 * sizeof *recv);
+    PG_TEST_STATUS(pg_mem_alloc(s, 32768 * sizeof *send, (void **)&send), PG_OK);
+    for (int k = 0; k < 2 && send; ++k) {
+      for (size_t i = 0; i < counts[k]; ++i) send[i] = rank + (double)i;
+      PG_TEST_STATUS(pg_allreduce(s, send, recv, counts[k], PG_FLOAT64, PG_SUM), PG_OK);
+      for (size_t i = 0; i < counts[k]; ++i)
+        if (!PG_TEST_TRUE(recv[i] == size * (size - 1) / 2.0 + size * (double)i, "element %zu", i)) break;
+    }
+    if (send) PG_TEST_STATUS(pg_mem_free(s, send), PG_OK);
+    free(recv);
   } else if (backend) {
     /* 64 KiB: fairring's fast path by default, or the algorithm PGS_FAIRRING_ALGO forces. */
     const size_t n = 8192;
@@ -165,7 +182,7 @@ int main(int argc, char **argv) {
     free(send);
     free(recv);
   } else {
-    fprintf(stderr, "usage: trace_job hang|straggler|mismatch|signal|many N|backend NAME|subgroup|concurrent\n");
+    fprintf(stderr, "usage: trace_job hang|straggler|mismatch|signal|many N|backend NAME|shared|subgroup|concurrent\n");
     return 2;
   }
   PG_TEST_STATUS(pg_strategy_destroy(s), PG_OK);
