@@ -21,24 +21,22 @@
 namespace pg::fairring {
 namespace {
 
-// This node's caches as hwloc sees them (the machine itself, loaded once per
-// process): a core's L1 data cache and its share of the L2; 0 where hwloc
-// cannot say.
+// A core's L1 data cache and its share of the L2, as hwloc sees them; 0
+// where it cannot say.
 struct Caches {
   std::size_t l1d = 0, l2_per_core = 0;
 };
-Caches caches() {
-  std::shared_ptr<const topology::Machine> machine;
-  if (topology::load_machine("", &machine) != PG_OK) return {};
-  return {machine->l1d_bytes, machine->l2_bytes / static_cast<std::size_t>(machine->l2_cores)};
-}
 
-// The smallest L2 share of every rank's core (0 if any does not know), so
-// that every rank cuts the same slices.
-pg_status agreed_l2_per_core(MPI_Comm comm, std::size_t *out) {
-  unsigned long long l2 = caches().l2_per_core;
-  PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &l2, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm));
-  *out = static_cast<std::size_t>(l2);
+// The smallest of every rank's (0 if any does not know), so that every rank
+// finds the same places in the fast path's slots and cuts the same slices.
+// Collective over comm.
+pg_status agreed_caches(MPI_Comm comm, Caches *out) {
+  std::shared_ptr<const topology::Machine> machine;  // loaded once per process
+  unsigned long long sizes[2] = {0, 0};
+  if (topology::load_machine("", &machine) == PG_OK)
+    sizes[0] = machine->l1d_bytes, sizes[1] = machine->l2_bytes / static_cast<std::size_t>(machine->l2_cores);
+  PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm));
+  *out = {static_cast<std::size_t>(sizes[0]), static_cast<std::size_t>(sizes[1])};
   return PG_OK;
 }
 
@@ -49,8 +47,8 @@ class FairringBackend final : public Backend {
     const bool cuda = c.device_index >= 0, irregular = args.layout.irregular;
     const Settings &given = args.settings_of<Settings>("fairring");
     slice_given_ = given.slice_bytes.has_value();
-    if (!cuda) PG_CHECK(agreed_l2_per_core(c.comm, &l2_per_core_));
-    settings_ = given.for_device(cuda, l2_per_core_);
+    if (!cuda) PG_CHECK(agreed_caches(c.comm, &caches_));
+    settings_ = given.for_device(cuda, caches_.l2_per_core);
     learn_shape(c, args.layout);
     const std::vector<int> &failing = settings_.fail_across;
     fails_across_ = std::find(failing.begin(), failing.end(), c.rank) != failing.end();
@@ -80,7 +78,7 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
       FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
-                              c.size, c.rank, !irregular, fails_across_, caches().l1d, args.env.memory};
+                              c.size, c.rank, !irregular, fails_across_, caches_.l1d, args.env.memory};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
     }
@@ -179,7 +177,7 @@ class FairringBackend final : public Backend {
     if (fast_)
       d += ", fast path of " + text::format_bytes(fast_->footprint()) + " per rank (its places round " +
            text::format_bytes(fast_->cycle_bytes()) + " of a slot: " +
-           (caches().l1d ? "the L1 data cache hwloc reports" : "hwloc reports no L1 data cache, a common size") +
+           (caches_.l1d ? "the L1 data cache hwloc reports" : "hwloc reports no L1 data cache, a common size") +
            "; split allreduces read pg_mem_alloc inputs in place where a rank's block outgrows that)";
     if (fast_ && fast_->tree()) d += " (a tree below " + text::format_bytes(settings_.split_bytes) + ")";
     return d + ", slices of " + text::format_bytes(*settings_.slice_bytes) + " (" + slice_reason() + "), " +
@@ -196,9 +194,9 @@ class FairringBackend final : public Backend {
   std::string slice_reason() const {
     if (slice_given_) return "PGS_FAIRRING_SLICE_BYTES";
     if (situation_.cuda) return "CUDA's default";
-    if (l2_per_core_ == 0) return "hwloc reports no L2 cache, a common size";
+    if (caches_.l2_per_core == 0) return "hwloc reports no L2 cache, a common size";
     return std::to_string(2 * settings_.inflight) + " of them, an input and a result for each in flight, fit a core's " +
-           text::format_bytes(l2_per_core_) + " of L2 cache";
+           text::format_bytes(caches_.l2_per_core) + " of L2 cache";
   }
 
   // Which rank sits where: the layout knows every rank's node and local rank,
@@ -233,7 +231,7 @@ class FairringBackend final : public Backend {
 
   Settings settings_;
   bool slice_given_ = false;      // PGS_FAIRRING_SLICE_BYTES was set
-  std::size_t l2_per_core_ = 0;  // the L2 cache the slices were cut for (CPU; 0: unknown)
+  Caches caches_;  // the caches the places and slices were cut for (CPU; agreed over the ranks)
   bool fails_across_ = false;  // testing: this rank's steps across nodes fail (PGS_FAIRRING_FAULT)
   LeadersOrder leaders_order_;
   Shape shape_;

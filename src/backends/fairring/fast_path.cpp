@@ -438,10 +438,7 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *ra
   f->rails_ = rail && config.regular;
   f->slot_bytes_ = round_up(config.slot_bytes, 64);
   f->split_bytes_ = config.split_bytes;
-  // Every rank of the node must find the same places: the smallest view.
-  unsigned long long cycle = config.cycle_bytes > 0 ? config.cycle_bytes : kCycleBytes;
-  PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &cycle, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, node_comm));
-  f->cycle_bytes_ = static_cast<std::size_t>(cycle);
+  f->cycle_bytes_ = config.cycle_bytes > 0 ? config.cycle_bytes : kCycleBytes;
   f->tree_ = config.tree_ranks > 0 && f->local_size_ >= config.tree_ranks;
   f->fail_across_ = config.fail_across;
   f->rank_of_local_.resize(static_cast<std::size_t>(f->local_size_));

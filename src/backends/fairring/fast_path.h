@@ -52,7 +52,9 @@ class FastPath {
     int rank = 0;                 // this rank in the strategy
     bool regular = false;         // every node has as many ranks: rails carry the split blocks
     bool fail_across = false;     // testing: this rank's step across nodes fails (PGS_FAIRRING_FAULT)
-    std::size_t cycle_bytes = 0;  // how much of a slot its places span at least: the L1 data cache (0: kCycleBytes)
+    // How much of a slot its places span at least: the L1 data cache, the
+    // same on every rank of the node, which must find the same places (0: kCycleBytes).
+    std::size_t cycle_bytes = 0;
     const Memory *memory = nullptr;  // the strategy's pg_mem_alloc buffers: a split allreduce's peers read them in place
   };
   // The places of a slot span at least the L1 data cache, where hwloc does
