@@ -72,7 +72,9 @@ Sizes Sizes::from_environment(std::size_t max_bytes, int ranks) {
   Sizes sizes;
   sizes.max_bytes = max_bytes;
   const std::size_t fast = env_size("PGS_FAIRRING_FAST_BYTES", 256 << 10);
+  // Unset, the split is at 8 KiB on one node of two ranks and 4 KiB otherwise: both are boundaries.
   const std::size_t split = env_size("PGS_FAIRRING_SPLIT_BYTES", 4 << 10);
+  const std::size_t pair_split = std::getenv("PGS_FAIRRING_SPLIT_BYTES") ? split : 8 << 10;
   const std::size_t min = env_size("PGS_FAIRRING_MIN_BYTES", 32 << 10);
   const std::size_t slice = env_size("PGS_FAIRRING_SLICE_BYTES", 256 << 10);
   const std::size_t inflight = env_size("PGS_FAIRRING_INFLIGHT", 4);
@@ -80,7 +82,7 @@ Sizes Sizes::from_environment(std::size_t max_bytes, int ranks) {
   // The fast path's inline payload (48 bytes in the flag's cache line), its
   // split, its slots, the flat threshold, slices of the pipeline (one, two,
   // and more than fit in flight), and a split of fewer than 64 bytes a rank.
-  std::vector<std::size_t> b = {48, split, fast, min, slice, 2 * slice, (inflight + 1) * slice,
+  std::vector<std::size_t> b = {48, split, pair_split, fast, min, slice, 2 * slice, (inflight + 1) * slice,
                                 64 * static_cast<std::size_t>(ranks)};
   // The mpi backend's chunks, in every element size.
   if (chunk > 0)

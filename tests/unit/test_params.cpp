@@ -128,6 +128,23 @@ TEST(Params, FairringSlicesByL2Cache) {
   EXPECT_EQ(Settings::cpu_slice_bytes(0, 4), Settings::kCpuSliceBytes);  // unknown
 }
 
+// The fast path splits allreduces from 8 KiB on one node of two ranks, from 4 KiB otherwise.
+TEST(Params, FairringSplitsByRanksPerNode) {
+  using pg::fairring::Settings;
+  EXPECT_EQ(Settings::split_bytes_for(2, 1), std::size_t(8) << 10);
+  for (int local_size : {1, 3, 4, 8, 64}) EXPECT_EQ(Settings::split_bytes_for(local_size, 1), std::size_t(4) << 10);
+  EXPECT_EQ(Settings::split_bytes_for(2, 2), std::size_t(4) << 10);  // across nodes: every rail carries a block
+  const Settings unset;
+  EXPECT_EQ(unset.for_device(false, 0, 2, 1).split_bytes, std::size_t(8) << 10);
+  EXPECT_EQ(unset.for_device(false, 0, 4, 1).split_bytes, std::size_t(4) << 10);
+  EXPECT_EQ(unset.for_device(false, 0, 2, 3).split_bytes, std::size_t(4) << 10);
+  setenv("PGS_FAIRRING_SPLIT_BYTES", "0", 1);  // set: kept on every node
+  std::shared_ptr<const pg::BackendSettings> read_back;
+  ASSERT_EQ(Settings::read(&read_back), PG_OK);
+  unsetenv("PGS_FAIRRING_SPLIT_BYTES");
+  EXPECT_EQ(static_cast<const Settings &>(*read_back).for_device(false, 0, 2, 1).split_bytes, 0u);
+}
+
 // fairring's sizes default by device, and a value set (0 included) is kept.
 TEST(Params, FairringDefaultsByDevice) {
   using pg::fairring::Settings;
@@ -143,7 +160,7 @@ TEST(Params, FairringDefaultsByDevice) {
   EXPECT_EQ(unset.for_device(true).slice_bytes, std::size_t(4) << 20);
   EXPECT_EQ(unset.for_device(true).min_bytes, std::size_t(8) << 20);
   EXPECT_EQ(unset.schedule(), "PGS_FAIRRING_SLICE_BYTES=default PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=default "
-            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=262144 PGS_FAIRRING_SPLIT_BYTES=4096 "
+            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=262144 PGS_FAIRRING_SPLIT_BYTES=default "
             "PGS_FAIRRING_TREE_RANKS=32");
   setenv("PGS_FAIRRING_SLICE_BYTES", "1K", 1);
   setenv("PGS_FAIRRING_MIN_BYTES", "0", 1);
@@ -154,7 +171,7 @@ TEST(Params, FairringDefaultsByDevice) {
     EXPECT_EQ(set.for_device(cuda).min_bytes, 0u);
   }
   EXPECT_EQ(set.schedule(), "PGS_FAIRRING_SLICE_BYTES=1024 PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=0 "
-                            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=262144 PGS_FAIRRING_SPLIT_BYTES=4096 "
+                            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=262144 PGS_FAIRRING_SPLIT_BYTES=default "
                             "PGS_FAIRRING_TREE_RANKS=32");
   unsetenv("PGS_FAIRRING_SLICE_BYTES");
   unsetenv("PGS_FAIRRING_MIN_BYTES");

@@ -47,8 +47,9 @@ class FairringBackend final : public Backend {
     const bool cuda = c.device_index >= 0, irregular = args.layout.irregular;
     const Settings &given = args.settings_of<Settings>("fairring");
     slice_given_ = given.slice_bytes.has_value();
+    split_given_ = given.split_bytes.has_value();
     if (!cuda) PG_CHECK(agreed_caches(c.comm, &caches_));
-    settings_ = given.for_device(cuda, caches_.l2_per_core);
+    settings_ = given.for_device(cuda, caches_.l2_per_core, c.local_size, c.node_count);
     learn_shape(c, args.layout);
     const std::vector<int> &failing = settings_.fail_across;
     fails_across_ = std::find(failing.begin(), failing.end(), c.rank) != failing.end();
@@ -77,7 +78,7 @@ class FairringBackend final : public Backend {
       // Its own instance on the rail, so its MPI calls never interleave with the schedule's.
       PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
-      FastPath::Config config{settings_.fast_bytes, settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
+      FastPath::Config config{settings_.fast_bytes, *settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
                               c.size, c.rank, !irregular, fails_across_, caches_.l1d, args.env.memory};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
@@ -179,7 +180,9 @@ class FairringBackend final : public Backend {
            text::format_bytes(fast_->cycle_bytes()) + " of a slot: " +
            (caches_.l1d ? "the L1 data cache hwloc reports" : "hwloc reports no L1 data cache, a common size") +
            "; split allreduces read pg_mem_alloc inputs in place where a rank's block outgrows that)";
-    if (fast_ && fast_->tree()) d += " (a tree below " + text::format_bytes(settings_.split_bytes) + ")";
+    if (fast_)
+      d += ", allreduces split from " + text::format_bytes(*settings_.split_bytes) + " (" + split_reason() + ")" +
+           (fast_->tree() ? ", up a tree below that" : "");
     return d + ", slices of " + text::format_bytes(*settings_.slice_bytes) + " (" + slice_reason() + "), " +
            std::to_string(settings_.inflight) + " in flight, " +
            (situation_.cuda ? "NCCL in the node, MPI on the rails through pinned host memory (device memory where MPI is "
@@ -190,6 +193,14 @@ class FairringBackend final : public Backend {
   }
 
  private:
+  // Why the fast path splits allreduces from where it does (Settings::split_bytes_for).
+  std::string split_reason() const {
+    if (split_given_) return "PGS_FAIRRING_SPLIT_BYTES";
+    if (shape_.nodes > 1) return "across nodes a split sends every rank's block over its own rail";
+    if (shape_.local_size == 2) return "one node of two ranks: a split reads as much from the peer as the whole";
+    return "a split reads less from the peers than the whole";
+  }
+
   // Why the slices are as large as they are (Settings::cpu_slice_bytes).
   std::string slice_reason() const {
     if (slice_given_) return "PGS_FAIRRING_SLICE_BYTES";
@@ -231,6 +242,7 @@ class FairringBackend final : public Backend {
 
   Settings settings_;
   bool slice_given_ = false;      // PGS_FAIRRING_SLICE_BYTES was set
+  bool split_given_ = false;      // PGS_FAIRRING_SPLIT_BYTES was set
   Caches caches_;  // the caches the places and slices were cut for (CPU; agreed over the ranks)
   bool fails_across_ = false;  // testing: this rank's steps across nodes fail (PGS_FAIRRING_FAULT)
   LeadersOrder leaders_order_;

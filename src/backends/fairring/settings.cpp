@@ -62,11 +62,16 @@ const params::Param<Settings> kRows[] = {
        return params::parse_size(n, v, 0, Settings::kMaxFastBytes, &s->fast_bytes);
      },
      [](const Settings &s) { return std::to_string(s.fast_bytes); }},
-    {"PGS_FAIRRING_SPLIT_BYTES", "4K",
+    {"PGS_FAIRRING_SPLIT_BYTES", "8K on one node of two ranks, 4K otherwise",
      "fast-path allreduces from this size up: each rank reduces one block (across nodes: over its rail), then all "
      "copy the blocks",
-     [](const char *n, const char *v, Settings *s) { return params::parse_size(n, v, &s->split_bytes); },
-     [](const Settings &s) { return std::to_string(s.split_bytes); }},
+     [](const char *n, const char *v, Settings *s) {
+       std::size_t bytes = 0;
+       PG_CHECK(params::parse_size(n, v, &bytes));
+       s->split_bytes = bytes;
+       return PG_OK;
+     },
+     [](const Settings &s) { return size_or_default(s.split_bytes); }},
     {"PGS_FAIRRING_TREE_RANKS", "32",
      "nodes of at least this many ranks reduce small allreduces and barriers up a 4-ary tree; 0: never",
      [](const char *n, const char *v, Settings *s) { return params::parse_int(n, v, 0, 1 << 20, &s->tree_ranks); },
@@ -90,8 +95,13 @@ std::size_t Settings::cpu_slice_bytes(std::size_t l2_per_core, int inflight) {
   return slice;
 }
 
-Settings Settings::for_device(bool cuda, std::size_t l2_per_core) const {
+std::size_t Settings::split_bytes_for(int local_size, int nodes) {
+  return local_size == 2 && nodes == 1 ? kPairSplitBytes : kSplitBytes;
+}
+
+Settings Settings::for_device(bool cuda, std::size_t l2_per_core, int local_size, int nodes) const {
   Settings s = *this;
+  if (!s.split_bytes) s.split_bytes = split_bytes_for(local_size, nodes);
   if (!s.slice_bytes) s.slice_bytes = cuda ? kCudaSliceBytes : cpu_slice_bytes(l2_per_core, s.inflight);
   if (!s.min_bytes) s.min_bytes = cuda ? kCudaMinBytes : kCpuMinBytes;
   return s;

@@ -33,6 +33,16 @@ class Settings final : public BackendSettings {
   // of docs/performance.md (2 MiB a core, 4 in flight: 256 KiB), larger slices
   // ran 2-32 MiB up to a fifth slower.
   static std::size_t cpu_slice_bytes(std::size_t l2_per_core, int inflight);
+  // The fast path splits an allreduce from this size, on `nodes` nodes of
+  // `local_size` ranks. Split, each of L ranks reads 2(L-1)/L of the data
+  // from its peers instead of (L-1) times it, for one more round of flags: on
+  // one node of two ranks that reads as much as the whole (half the input,
+  // then half the result) and pays only from 8 KiB (4 KiB unsplit took
+  // 0.86-0.89 of the split's time on the Intel Xeon of docs/performance.md);
+  // on larger nodes, and across nodes, where a split also sends every rank's
+  // block over its own rail instead of the node's whole input over the
+  // leaders', from 4 KiB.
+  static std::size_t split_bytes_for(int local_size, int nodes);
 
   // Unset sizes: for_device() puts in the device's default.
   std::optional<std::size_t> slice_bytes;  // PGS_FAIRRING_SLICE_BYTES
@@ -42,16 +52,17 @@ class Settings final : public BackendSettings {
   std::size_t fast_bytes = kFastBytes;     // PGS_FAIRRING_FAST_BYTES; 0: no fast path
   static constexpr std::size_t kFastBytes = std::size_t(256) << 10;
   static constexpr std::size_t kMaxFastBytes = std::size_t(16) << 20;
-  std::size_t split_bytes = kSplitBytes;   // PGS_FAIRRING_SPLIT_BYTES
-  static constexpr std::size_t kSplitBytes = std::size_t(4) << 10;
+  std::optional<std::size_t> split_bytes;  // PGS_FAIRRING_SPLIT_BYTES
+  static constexpr std::size_t kSplitBytes = std::size_t(4) << 10, kPairSplitBytes = std::size_t(8) << 10;
   int tree_ranks = kTreeRanks;             // PGS_FAIRRING_TREE_RANKS; 0: never
   static constexpr int kTreeRanks = 32;
   std::vector<int> fail_across;            // PGS_FAIRRING_FAULT=across:<ranks> (testing)
   std::vector<std::string> given;          // as set, by row
 
   // These settings with each unset size replaced by the device's default
-  // (above); `l2_per_core`: the CPU's L2 cache a core has, 0 unknown.
-  Settings for_device(bool cuda, std::size_t l2_per_core = 0) const;
+  // (above); `l2_per_core`: the CPU's L2 cache a core has, 0 unknown;
+  // `local_size`, `nodes`: the ranks on this rank's node, and the nodes.
+  Settings for_device(bool cuda, std::size_t l2_per_core = 0, int local_size = 1, int nodes = 1) const;
 
   params::Listings list() const override;
   static pg_status read(std::shared_ptr<const BackendSettings> *out);
