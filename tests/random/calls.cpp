@@ -206,18 +206,59 @@ Call::Call(const Op &op, const Group &group) : op_(op), g_(group), es_(pg_dtype_
     prepare();
 }
 
+pg_status Pool::create(pg_strategy *s, std::size_t block_bytes, std::size_t blocks, std::unique_ptr<Pool> *out) {
+  auto pool = std::make_unique<Pool>();
+  pool->s_ = s;
+  pool->block_bytes_ = (block_bytes + 63) / 64 * 64;
+  const pg_status st = pg_mem_alloc(s, pool->block_bytes_ * blocks, &pool->memory_);
+  if (st != PG_OK) return st;
+  for (std::size_t k = blocks; k-- > 0;)
+    pool->free_.push_back(static_cast<unsigned char *>(pool->memory_) + k * pool->block_bytes_);
+  *out = std::move(pool);
+  return PG_OK;
+}
+
+Pool::~Pool() {
+  if (memory_) pg_mem_free(s_, memory_);
+}
+
+unsigned char *Pool::take(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes > block_bytes_ || free_.empty()) return nullptr;
+  unsigned char *block = free_.back();
+  free_.pop_back();
+  return block;
+}
+
+void Pool::give_back(unsigned char *block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(block);
+}
+
+Call::~Call() {
+  for (Buffer &b : buffers_)
+    if (b.pooled) g_.pool->give_back(b.mem);
+}
+
 Call::Buffer &Call::buffer(const char *name, std::size_t bytes) {
   buffers_.emplace_back();
   Buffer &b = buffers_.back();
   b.name = name;
   b.bytes = bytes;
-  b.data.resize(bytes + 2 * kGuard);
-  for (std::size_t i = 0; i < b.data.size(); ++i) b.data[i] = marker(i);
+  b.size = bytes + 2 * kGuard;
+  const std::uint64_t draw = (op_.seed + buffers_.size()) * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(g_.rank);
+  if (g_.pool && (draw >> 61) % 4 != 0) b.mem = g_.pool->take(b.size);
+  b.pooled = b.mem != nullptr;
+  if (!b.pooled) {
+    b.own.resize(b.size);
+    b.mem = b.own.data();
+  }
+  for (std::size_t i = 0; i < b.size; ++i) b.mem[i] = marker(i);
   return b;
 }
 
 void Call::freeze() {
-  for (Buffer &b : buffers_) b.want = b.data;
+  for (Buffer &b : buffers_) b.want.assign(b.mem, b.mem + b.size);
 }
 
 // Point-to-point: n_ elements sent to `to`, and those expected from `from`.
@@ -513,9 +554,11 @@ void Call::prepare_big() {
   Buffer &b = buffers_.emplace_back();
   b.name = "buf";
   b.bytes = n_;
-  b.data.resize(n_ + 2 * kGuard);
+  b.size = n_ + 2 * kGuard;
+  b.own.resize(b.size);
+  b.mem = b.own.data();
   const unsigned base = static_cast<unsigned>(3 * g_.rank + op_.seed % 256);
-  for (std::size_t i = 0; i < n_; ++i) b.data[kGuard + i] = static_cast<unsigned char>(base + 7 * i);
+  for (std::size_t i = 0; i < n_; ++i) b.mem[kGuard + i] = static_cast<unsigned char>(base + 7 * i);
   send_ = recv_ = b.at(0);
   trace_count_ = n_;
   what_ += ": count=" + std::to_string(n_) + " (above 2 GiB)";
@@ -528,12 +571,12 @@ std::string Call::check_big() const {
   std::size_t wrong = 0, first = 0;
   for (std::size_t i = 0; i < n_; ++i) {
     const unsigned char want = static_cast<unsigned char>(ranks_part + P * 7 * i);
-    if (b.data[kGuard + i] != want && wrong++ == 0) first = i;
+    if (b.mem[kGuard + i] != want && wrong++ == 0) first = i;
   }
   if (!wrong) return "";
   char text[256];
   std::snprintf(text, sizeof text, "buf: %zu elements differ, the first at %zu: expected %u, got %u", wrong, first,
-                static_cast<unsigned char>(ranks_part + P * 7 * first), b.data[kGuard + first]);
+                static_cast<unsigned char>(ranks_part + P * 7 * first), b.mem[kGuard + first]);
   return text;
 }
 
@@ -669,8 +712,8 @@ std::string Call::check() const {
   std::string out;
   for (const Buffer &b : buffers_) {
     std::size_t wrong = 0, first = 0;
-    for (std::size_t k = 0; k < b.data.size(); ++k) {
-      if (b.data[k] == b.want[k]) continue;
+    for (std::size_t k = 0; k < b.size; ++k) {
+      if (b.mem[k] == b.want[k]) continue;
       if (k >= kGuard && k < kGuard + b.bytes) {
         const std::size_t at = k - kGuard;
         bool undefined = false;
@@ -688,7 +731,7 @@ std::string Call::check() const {
       const std::size_t element = (first - kGuard) / es_, at = kGuard + element * es_;
       std::snprintf(text, sizeof text, "%s element %zu of %zu differs: expected %s, got %s (%zu bytes differ)", b.name,
                     element, b.bytes / es_, element_text(op_.dtype, b.want.data() + at).c_str(),
-                    element_text(op_.dtype, b.data.data() + at).c_str(), wrong);
+                    element_text(op_.dtype, b.mem + at).c_str(), wrong);
     }
     out += (out.empty() ? "" : "; ") + std::string(text);
   }

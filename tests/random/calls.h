@@ -5,6 +5,8 @@
 #define PG_RANDOM_CALLS_H
 
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,32 @@
 
 namespace pgr {
 
-// The strategy a call runs on, and this rank's place in it.
+// pg_mem_alloc memory of one strategy (--mem-alloc), cut into equal blocks
+// that calls take for their buffers and give back when they end, so that the
+// library's in-place reads of such buffers meet every operation.
+class Pool {
+ public:
+  // Collective over the strategy, as pg_mem_alloc is; `blocks` of `block_bytes`.
+  static pg_status create(pg_strategy *s, std::size_t block_bytes, std::size_t blocks, std::unique_ptr<Pool> *out);
+  ~Pool();  // collective, as pg_mem_free is
+  // A free block of at least `bytes`, or null (too large, or none free).
+  unsigned char *take(std::size_t bytes);
+  void give_back(unsigned char *block);
+
+ private:
+  pg_strategy *s_ = nullptr;
+  void *memory_ = nullptr;
+  std::size_t block_bytes_ = 0;
+  std::mutex mutex_;  // two threads' programs may share nothing else, but stay safe
+  std::vector<unsigned char *> free_;
+};
+
+// The strategy a call runs on, this rank's place in it, and its pg_mem_alloc
+// blocks (null: every buffer is the call's own).
 struct Group {
   pg_strategy *s = nullptr;
   int size = 0, rank = 0;
+  Pool *pool = nullptr;
 };
 
 class Call {
@@ -24,6 +48,7 @@ class Call {
   Call(const Op &op, const Group &group);
   Call(const Call &) = delete;
   Call &operator=(const Call &) = delete;
+  ~Call();  // gives its pool blocks back
 
   // Whether this rank takes part (point-to-point pairs leave some out).
   bool involved() const { return involved_; }
@@ -52,19 +77,24 @@ class Call {
   std::size_t trace_count() const { return trace_count_; }
 
  private:
-  // A buffer the library gets, with guard bytes on both sides, and the image
-  // it must have afterwards; `undefined` byte ranges (of the region) may hold
+  // A buffer the library gets, with guard bytes on both sides (`size` bytes
+  // at `mem`: a block of the group's pool, or `own`), and the image it must
+  // have afterwards; `undefined` byte ranges (of the region) may hold
   // anything afterwards (in-place reduce_scatter's other blocks).
   struct Buffer {
     const char *name = "";
-    std::size_t bytes = 0;
-    std::vector<unsigned char> data, want;
+    std::size_t bytes = 0, size = 0;
+    unsigned char *mem = nullptr;
+    bool pooled = false;
+    std::vector<unsigned char> own, want;
     std::vector<std::pair<std::size_t, std::size_t>> undefined;
-    unsigned char *at(std::size_t byte) { return data.data() + kGuard + byte; }
+    unsigned char *at(std::size_t byte) { return mem + kGuard + byte; }
     unsigned char *want_at(std::size_t byte) { return want.data() + kGuard + byte; }
   };
   static constexpr std::size_t kGuard = 64;
 
+  // A buffer of `bytes` with its guards, from the group's pool for three in
+  // four of them (drawn per call and buffer, so ranks mix both kinds).
   Buffer &buffer(const char *name, std::size_t bytes);
   void freeze();  // the images start as the buffers are now
   void prepare();

@@ -73,6 +73,7 @@ struct Options {
   bool list = false;             // print the program (each thread's) and run nothing
   std::vector<int> strategies;   // --strategies: the ones a one-thread program uses (default: all)
   bool same_order = false;       // --wait-order same: every rank settles works in one drawn order
+  bool mem_alloc = false;        // --mem-alloc: most buffers in pg_mem_alloc memory of their strategy
   std::vector<Kind> kinds;       // --kinds: only these operations
 };
 
@@ -81,7 +82,8 @@ const char *const kUsage =
     "       [--minutes M] [--threads 1|2] [--max-bytes B] [--large PERCENT] [--in-flight N] [--hang-bound SECONDS]\n"
     "       [--skew PERCENT,MS] [--big] [--fault] [--fault-late] [--fault-destroy] [--fault-bound SECONDS]\n"
     "       [--fault-expect any|backend] [--end finalize|exit] [--stall-at OP] [--no-p2p] [--reorder on|off] [--list]\n"
-    "       [--strategies world,duplicate,split] [--wait-order own|same] [--kinds allreduce,barrier,...]\n";
+    "       [--strategies world,duplicate,split] [--wait-order own|same] [--kinds allreduce,barrier,...]\n"
+    "       [--mem-alloc]\n";
 
 // A comma-separated list of names, each one of the `count` that name(k)
 // gives, into their indices (as T).
@@ -153,6 +155,7 @@ bool parse(int argc, char **argv, Options *o, std::string *error) {
     else if (a == "--list") o->list = true;
     else if (a == "--kinds") ok = value(&v) && names(v, static_cast<int>(Kind::count), kind_name, &o->kinds);
     else if (a == "--wait-order") ok = either("own", "same", &o->same_order);
+    else if (a == "--mem-alloc") o->mem_alloc = true;
     else if (a == "--strategies") ok = value(&v) && names(v, kStrategies, strategy_name, &o->strategies);
     else ok = false;
     if (!ok) {
@@ -162,6 +165,10 @@ bool parse(int argc, char **argv, Options *o, std::string *error) {
   }
   if (o->fault && o->threads != 1) {
     *error = "--fault runs one thread";
+    return false;
+  }
+  if (o->fault && o->mem_alloc) {  // MPI may still write into an aborted call's buffers after destroy frees them
+    *error = "--mem-alloc does not go with the fault modes";
     return false;
   }
   return true;
@@ -1015,6 +1022,16 @@ int run(int argc, char **argv) {
       sh.layout.rank.back().push_back(every[q + 1]);
     }
   }
+  // --mem-alloc: each strategy's pool, 16 blocks that hold any buffer of the
+  // program up to 1 MiB (a larger one is the call's own).
+  std::vector<std::unique_ptr<Pool>> pools;
+  if (o.mem_alloc)
+    for (Group &g : sh.groups) {
+      const std::size_t block = std::min<std::size_t>(static_cast<std::size_t>(g.size) * o.max_bytes, 1 << 20) + 128;
+      pools.emplace_back();
+      PG_TEST_STATUS(Pool::create(g.s, block, 16, &pools.back()), PG_OK);
+      g.pool = pools.back().get();
+    }
   sh.reordering.on = o.reorder;
   // mpi receives from any source, and so do the backends whose point-to-point it serves (pg_strategy.h).
   sh.reordering.any_source = o.backend == "mpi" || o.backend == "fairring" || o.backend == "gloo" || o.backend == "plain";
@@ -1026,8 +1043,9 @@ int run(int argc, char **argv) {
     char text[2048] = "";
     pg_strategy_describe(world, text, sizeof text);
     std::printf("test_random: backend %s, %d ranks, %zu ops per program, %d thread(s), first seed %" PRIu64
-                ", reordering %s%s\n  %s\n  %s\n",
+                ", reordering %s%s%s\n  %s\n  %s\n",
                 o.backend.c_str(), sh.world_size, o.ops, o.threads, o.seed, o.reorder ? "on" : "off",
+                o.mem_alloc ? ", buffers from pg_mem_alloc" : "",
                 o.fault_destroy ? ", destroy racing abort" : o.fault ? ", fault mode" : "", sizes.describe().c_str(), text);
     std::fflush(stdout);
   }
@@ -1090,6 +1108,7 @@ int run(int argc, char **argv) {
     }
   }
   if (!o.fault) {
+    pools.clear();  // pg_mem_free on each strategy, in one order on every rank
     for (Group &g : sh.groups) {
       PG_TEST_STATUS(pg_strategy_destroy(g.s), PG_OK);
       g.s = nullptr;
