@@ -10,6 +10,14 @@ std::string size_or_default(const std::optional<std::size_t> &bytes) {
   return bytes ? std::to_string(*bytes) : std::string("default");
 }
 
+// A size whose default depends on the device or the node (for_device), set.
+pg_status parse_given_size(const char *name, const char *value, std::optional<std::size_t> *out) {
+  std::size_t bytes = 0;
+  PG_CHECK(params::parse_size(name, value, &bytes));
+  *out = bytes;
+  return PG_OK;
+}
+
 pg_status parse_fault(const char *name, const char *value, std::vector<int> *ranks) {
   const std::string_view text(value), prefix = "across:";
   bool ok = text.substr(0, prefix.size()) == prefix;
@@ -40,12 +48,7 @@ const params::Param<Settings> kRows[] = {
      [](const char *n, const char *v, Settings *s) { return params::parse_int(n, v, 1, Settings::kMaxInflight, &s->inflight); },
      [](const Settings &s) { return std::to_string(s.inflight); }},
     {"PGS_FAIRRING_MIN_BYTES", "32K on CPU, 8M on CUDA", "messages below this take the flat path",
-     [](const char *n, const char *v, Settings *s) {
-       std::size_t bytes = 0;
-       PG_CHECK(params::parse_size(n, v, &bytes));
-       s->min_bytes = bytes;
-       return PG_OK;
-     },
+     [](const char *n, const char *v, Settings *s) { return parse_given_size(n, v, &s->min_bytes); },
      [](const Settings &s) { return size_or_default(s.min_bytes); }},
     {"PGS_FAIRRING_ALGO", "auto", "auto, or one algorithm at every size (fast, flat, hierarchical, leaders)",
      [](const char *n, const char *v, Settings *s) {
@@ -65,12 +68,7 @@ const params::Param<Settings> kRows[] = {
     {"PGS_FAIRRING_SPLIT_BYTES", "8K on one node of two ranks, 4K otherwise",
      "fast-path allreduces from this size up: each rank reduces one block (across nodes: over its rail), then all "
      "copy the blocks",
-     [](const char *n, const char *v, Settings *s) {
-       std::size_t bytes = 0;
-       PG_CHECK(params::parse_size(n, v, &bytes));
-       s->split_bytes = bytes;
-       return PG_OK;
-     },
+     [](const char *n, const char *v, Settings *s) { return parse_given_size(n, v, &s->split_bytes); },
      [](const Settings &s) { return size_or_default(s.split_bytes); }},
     {"PGS_FAIRRING_TREE_RANKS", "32",
      "nodes of at least this many ranks reduce small allreduces and barriers up a 4-ary tree; 0: never",
