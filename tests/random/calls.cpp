@@ -246,8 +246,8 @@ Call::Buffer &Call::buffer(const char *name, std::size_t bytes) {
   b.name = name;
   b.bytes = bytes;
   b.size = bytes + 2 * kGuard;
-  const std::uint64_t draw = (op_.seed + buffers_.size()) * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(g_.rank);
-  if (g_.pool && (draw >> 61) % 4 != 0) b.mem = g_.pool->take(b.size);
+  Rng draw(op_.seed ^ (static_cast<std::uint64_t>(g_.rank) << 40) ^ buffers_.size());
+  if (g_.pool && draw.next() % 4 != 0) b.mem = g_.pool->take(b.size);
   b.pooled = b.mem != nullptr;
   if (!b.pooled) {
     b.own.resize(b.size);

@@ -31,7 +31,7 @@ class Pool {
   pg_strategy *s_ = nullptr;
   void *memory_ = nullptr;
   std::size_t block_bytes_ = 0;
-  std::mutex mutex_;  // two threads' programs may share nothing else, but stay safe
+  std::mutex mutex_;  // blocks are taken and given back under it, whichever thread ends a call
   std::vector<unsigned char *> free_;
 };
 
