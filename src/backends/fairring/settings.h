@@ -38,7 +38,7 @@ class Settings final : public BackendSettings {
   // from its peers instead of (L-1) times it, for one more round of flags: on
   // one node of two ranks that reads as much as the whole (half the input,
   // then half the result) and pays only from 8 KiB (4 KiB unsplit took
-  // 0.86-0.89 of the split's time on the Intel Xeon of docs/performance.md);
+  // 0.88-0.92 of the split's time on the Intel Xeon of docs/performance.md);
   // on larger nodes, and across nodes, where a split also sends every rank's
   // block over its own rail instead of the node's whole input over the
   // leaders', from 4 KiB.
