@@ -81,13 +81,15 @@ echo "-- test_layer under pgs-mpi"  # the MPI layer: two threads, each on its ow
 mpiexec -n 2 build-tsan/bindings/mpi/pgs-mpi build-tsan/tests/mpi_layer/test_layer
 echo "-- test_destroy_race mpi race"  # abort racing destroy
 mpiexec -n 2 build-tsan/tests/mpi/test_destroy_race mpi race
-# Random programs (tests/random): two threads on two fairring strategies; an
-# abort from a second thread while the aborting rank waits in a collective its
+# Random programs (tests/random): two threads on two fairring strategies, with
+# ordinary buffers and with pg_mem_alloc ones (their pools shared by the
+# threads' calls); an abort from a second thread while the aborting rank waits in a collective its
 # peers reach later. Left out: mpi from two threads and the table backends
 # (their progress thread beside the caller), where MPICH runs one thread's
 # user-defined reductions (float16, bfloat16, 8-bit sums) inside the other's
 # MPI call, ordered by MPICH's own locks, which ThreadSanitizer cannot see.
-for args in "--backend fairring --threads 2" "--backend mpi --fault-late --fault-bound 2" \
+for args in "--backend fairring --threads 2" "--backend fairring --threads 2 --mem-alloc" \
+            "--backend mpi --fault-late --fault-bound 2" \
             "--backend fairring --fault-late --fault-bound 2 --strategies world"; do
   echo "-- test_random $args"
   mpiexec -n 2 build-tsan/tests/random/test_random $args --ops 200 --seed 3
