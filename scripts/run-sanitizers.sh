@@ -82,9 +82,9 @@ mpiexec -n 2 build-tsan/bindings/mpi/pgs-mpi build-tsan/tests/mpi_layer/test_lay
 echo "-- test_destroy_race mpi race"  # abort racing destroy
 mpiexec -n 2 build-tsan/tests/mpi/test_destroy_race mpi race
 # Random programs (tests/random): two threads on two fairring strategies, with
-# ordinary buffers and with pg_mem_alloc ones (their pools shared by the
-# threads' calls); an abort from a second thread while the aborting rank waits in a collective its
-# peers reach later. Left out: mpi from two threads and the table backends
+# ordinary buffers and with pg_mem_alloc ones (each strategy's pool beside
+# the library's threads); an abort from a second thread while the aborting
+# rank waits in a collective its peers reach later. Left out: mpi from two threads and the table backends
 # (their progress thread beside the caller), where MPICH runs one thread's
 # user-defined reductions (float16, bfloat16, 8-bit sums) inside the other's
 # MPI call, ordered by MPICH's own locks, which ThreadSanitizer cannot see.
