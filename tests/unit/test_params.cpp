@@ -134,6 +134,8 @@ TEST(Params, FairringSplitsByRanksPerNode) {
   EXPECT_EQ(Settings::split_bytes_for(2, 1), std::size_t(8) << 10);
   for (int local_size : {1, 3, 4, 8, 64}) EXPECT_EQ(Settings::split_bytes_for(local_size, 1), std::size_t(4) << 10);
   EXPECT_EQ(Settings::split_bytes_for(2, 2), std::size_t(4) << 10);  // across nodes: every rail carries a block
+  EXPECT_NE(std::string(Settings::split_reason(2, 1)).find("two ranks"), std::string::npos);
+  EXPECT_NE(std::string(Settings::split_reason(2, 2)).find("rail"), std::string::npos);
   const Settings unset;
   EXPECT_EQ(unset.for_device(false, 0, 2, 1).split_bytes, std::size_t(8) << 10);
   EXPECT_EQ(unset.for_device(false, 0, 4, 1).split_bytes, std::size_t(4) << 10);

@@ -193,12 +193,9 @@ class FairringBackend final : public Backend {
   }
 
  private:
-  // Why the fast path splits allreduces from where it does (Settings::split_bytes_for).
+  // Why the fast path splits allreduces from where it does.
   std::string split_reason() const {
-    if (split_given_) return "PGS_FAIRRING_SPLIT_BYTES";
-    if (shape_.nodes > 1) return "across nodes a split sends every rank's block over its own rail";
-    if (shape_.local_size == 2) return "one node of two ranks: a split reads as much from the peer as the whole";
-    return "a split reads less from the peers than the whole";
+    return split_given_ ? "PGS_FAIRRING_SPLIT_BYTES" : Settings::split_reason(shape_.local_size, shape_.nodes);
   }
 
   // Why the slices are as large as they are (Settings::cpu_slice_bytes).

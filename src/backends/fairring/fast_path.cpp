@@ -54,10 +54,9 @@ class FastPath::Op final : public Request {
  public:
   Op(FastPath &path, const CollArgs &a, std::uint64_t t)
       : p_(path), a_(a), t_(t), place_(path.next_place(a)), bytes_(a.count * dtype_size(a.dtype)), split_(splits()),
-        tree_(climbs()), spot_(split_ && reads_in_place() ? path.memory_->find(a.send, bytes_) : SharedSpot{}) {}
-
-  // Whether this rank's input is read in place by its peers (publish()).
-  bool input_shared() const { return spot_.id >= 0; }
+        tree_(climbs()), spot_(split_ && reads_in_place() ? path.memory_->find(a.send, bytes_) : SharedSpot{}) {
+    if (input_shared()) trace::annotate_shared(true, false);  // the flight recorder's mark, as the schedule's
+  }
 
   pg_status test(bool *done) override {
     *done = false;
@@ -390,6 +389,8 @@ class FastPath::Op final : public Request {
     return PG_OK;
   }
 
+  // Whether this rank's input is read in place by its peers (publish()).
+  bool input_shared() const { return spot_.id >= 0; }
   // Where local rank q publishes this operation's input of n bytes.
   char *input(int q, std::size_t n) const { return p_.input(q, t_, place_, n); }
   // Whether a split allreduce's inputs in pg_mem_alloc buffers are read in
@@ -481,13 +482,11 @@ bool FastPath::fits(const CollArgs &a) const {
 
 pg_status FastPath::run(const CollArgs &a) {
   Op op(*this, a, ++started_);
-  if (op.input_shared()) trace::annotate_shared(true, false);
   return op.wait();
 }
 
 pg_status FastPath::start(const CollArgs &a, std::unique_ptr<Request> *out) {
   auto op = std::make_unique<Op>(*this, a, ++started_);
-  if (op->input_shared()) trace::annotate_shared(true, false);
   bool done = false;
   PG_CHECK(op->test(&done));  // publishes at once when it can
   *out = std::move(op);

@@ -97,6 +97,12 @@ std::size_t Settings::split_bytes_for(int local_size, int nodes) {
   return local_size == 2 && nodes == 1 ? kPairSplitBytes : kSplitBytes;
 }
 
+const char *Settings::split_reason(int local_size, int nodes) {
+  if (nodes > 1) return "across nodes a split sends every rank's block over its own rail";
+  if (local_size == 2) return "one node of two ranks: a split reads as much from the peer as the whole";
+  return "a split reads less from the peers than the whole";
+}
+
 Settings Settings::for_device(bool cuda, std::size_t l2_per_core, int local_size, int nodes) const {
   Settings s = *this;
   if (!s.split_bytes) s.split_bytes = split_bytes_for(local_size, nodes);

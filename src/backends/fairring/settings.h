@@ -43,6 +43,8 @@ class Settings final : public BackendSettings {
   // block over its own rail instead of the node's whole input over the
   // leaders', from 4 KiB.
   static std::size_t split_bytes_for(int local_size, int nodes);
+  // Why, for pg_strategy_describe.
+  static const char *split_reason(int local_size, int nodes);
 
   // Unset sizes: for_device() puts in the device's default.
   std::optional<std::size_t> slice_bytes;  // PGS_FAIRRING_SLICE_BYTES
