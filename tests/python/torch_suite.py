@@ -4,10 +4,10 @@ torch ships the suite it runs for its built-in backends
 (``torch.testing._internal.distributed.distributed_test``, class
 ``DistributedTest._DistTestBase``); an out-of-tree backend runs it by naming
 itself among the backends with plugin, DDP and subgroup support before the
-suite is imported. Every test spawns ``WORLD_SIZE`` fresh processes that
-meet through a FileStore; the backend brings MPI up through it (no MPI
-launcher). Tests gated to named built-in backends, or needing GPUs, skip by
-torch's own rules.
+suite is imported. Every test starts ``WORLD_SIZE`` processes, forked from
+this one, that meet through a FileStore; the backend brings MPI up through
+it (no MPI launcher). Tests gated to named built-in backends, or needing
+GPUs, skip by torch's own rules.
 
     python tests/python/torch_suite.py [unittest arguments, e.g. -k all_reduce]
 
@@ -16,9 +16,13 @@ default the device default, mpi), PGS_SUITE_LIST: a file of test names to run
 (one a line, ``#`` comments; torch_suite_cpu.txt lists those that apply on
 CPU), PGS_SUITE_MATCH: of those, the ones whose name contains it,
 PGS_SUITE_SKIP: ``;``-separated test names this run leaves out (the
-differences docs/pytorch.md lists).
+differences docs/pytorch.md lists), PGS_SUITE_START=spawn: each test's
+processes spawned fresh, as torch's own CI starts them (about ten times as
+long).
 """
 
+import atexit
+import ctypes
 import os
 import sys
 import tempfile
@@ -32,6 +36,7 @@ os.environ.pop("CI", None)
 os.environ.setdefault("WORLD_SIZE", "2")
 os.environ.setdefault("TEMP_DIR", tempfile.mkdtemp(prefix="pgstrategy-suite-"))
 
+import torch.multiprocessing  # noqa: E402
 import pgstrategy_torch  # noqa: E402,F401  (registers "pgstrategy")
 from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
 
@@ -41,11 +46,36 @@ for feature in ("plugin", "ddp", "subgroup"):
 from torch.testing._internal.common_utils import run_tests  # noqa: E402
 from torch.testing._internal.distributed.distributed_test import DistributedTest, TestDistBackend  # noqa: E402
 
+# Forked, a test's processes have torch imported already; spawned, each
+# imports it again.
+FORK = os.environ.get("PGS_SUITE_START", "fork") != "spawn"
+
 
 class TestPgstrategyBackend(TestDistBackend, DistributedTest._DistTestBase):
     def setUp(self):
         super().setUp()
-        self._spawn_processes()
+        if FORK:
+            self._start_processes(torch.multiprocessing.get_context("fork").Process)
+        else:
+            self._spawn_processes()
+
+    @classmethod
+    def _run(cls, *args, **kwargs):
+        if not FORK:
+            return super()._run(*args, **kwargs)
+        # A forked child ends in os._exit, which skips every exit handler: it
+        # ends here instead, as a spawned one does, through Python's handlers
+        # (the backend's shutdown) and then the C library's (MPI_Finalize,
+        # without which a peer still running sees this rank die).
+        code = 0
+        try:
+            super()._run(*args, **kwargs)
+        except SystemExit as end:
+            code = end.code if isinstance(end.code, int) else 1
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        ctypes.CDLL(None).exit(code)
 
 
 for name in filter(None, os.environ.get("PGS_SUITE_SKIP", "").split(";")):
