@@ -21,8 +21,6 @@ processes spawned fresh, as torch's own CI starts them (about ten times as
 long).
 """
 
-import atexit
-import ctypes
 import os
 import sys
 import tempfile
@@ -58,24 +56,6 @@ class TestPgstrategyBackend(TestDistBackend, DistributedTest._DistTestBase):
             self._start_processes(torch.multiprocessing.get_context("fork").Process)
         else:
             self._spawn_processes()
-
-    @classmethod
-    def _run(cls, *args, **kwargs):
-        if not FORK:
-            return super()._run(*args, **kwargs)
-        # A forked child ends in os._exit, which skips every exit handler: it
-        # ends here instead, as a spawned one does, through Python's handlers
-        # (the backend's shutdown) and then the C library's (MPI_Finalize,
-        # without which a peer still running sees this rank die).
-        code = 0
-        try:
-            super()._run(*args, **kwargs)
-        except SystemExit as end:
-            code = end.code if isinstance(end.code, int) else 1
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        ctypes.CDLL(None).exit(code)
 
 
 for name in filter(None, os.environ.get("PGS_SUITE_SKIP", "").split(";")):

@@ -8,6 +8,13 @@ opens the library's rendezvous and puts its address and a fresh secret in the
 Store; every rank reads them and joins (``pg_bootstrap_listen``,
 ``pg_bootstrap_join``).
 
+A process that multiprocessing forked (``torch.multiprocessing`` with
+``start_method="fork"``, Lightning's ``ddp_fork`` and ``ddp_notebook``) ends in
+``os._exit``, past the exit handlers where the library finalizes the MPI it
+brought up; without them a peer still running would see the rank die and end
+the job. After bringing MPI up there, this registers the end (shutdown, then
+``MPI_Finalize``) with multiprocessing, which runs it as the process ends.
+
 Lightning initializes MPI early when mpi4py is installed: its
 ``MPIEnvironment.detect()`` calls ``COMM_WORLD.Get_size()`` while the Trainer
 is built, which makes every process a 1-process MPI job before any backend
@@ -17,6 +24,8 @@ MPI (the same answer, without the side effect).
 """
 
 import importlib.abc
+import multiprocessing
+import multiprocessing.util
 import secrets
 import sys
 
@@ -81,6 +90,14 @@ def bring_up(store, rank, size, world_size=None):
         _C.bootstrap_join(rank, size, address, secret)
     except RuntimeError as error:
         raise DistBackendError(str(error)) from None
+    if multiprocessing.parent_process() is not None and _start_method() != "spawn":
+        multiprocessing.util.Finalize(None, _C.finish_forked, exitpriority=0)
+
+
+def _start_method():
+    """How multiprocessing started this process: "fork", "forkserver", "spawn", or
+    None for its default context (fork or forkserver on Linux)."""
+    return getattr(multiprocessing.current_process(), "_start_method", None)
 
 
 def _quiet_detect(module):

@@ -79,6 +79,18 @@ py::tuple mpi_world() {
   return py::make_tuple(bool(initialized), size, bool(finalized));
 }
 
+// The end of a process that multiprocessing forked (it leaves through
+// os._exit, past the exit handler in which the library finalizes the MPI it
+// brought up): the groups' strategies go, then MPI_Finalize, as at any exit.
+// Without it a peer still running would see this rank die and end the job.
+void finish_forked() {
+  pgstrategy_torch::shutdown_all();
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+}
+
 std::string bootstrap_listen(int size, const std::string &secret) {
   char address[512] = "";
   pg_status st;
@@ -123,6 +135,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("shutdown", &pgstrategy_torch::shutdown_all,
         "Stops the completion thread and destroys every group's strategies (interpreter exit)",
         py::call_guard<py::gil_scoped_release>());
+  m.def("finish_forked", &finish_forked,
+        "At the end of a process multiprocessing forked, whose bootstrap brought MPI up: shutdown, then "
+        "MPI_Finalize", py::call_guard<py::gil_scoped_release>());
   m.def("mpi_job", &mpi_job, py::arg("text"),
         "(rank, size, local_rank, local_size, rank 0's text) of the MPI job (collective); text: a str, or "
         "a callable that rank 0 alone calls for it");
