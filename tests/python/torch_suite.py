@@ -17,8 +17,8 @@ default the device default, mpi), PGS_SUITE_LIST: a file of test names to run
 CPU), PGS_SUITE_MATCH: of those, the ones whose name contains it,
 PGS_SUITE_SKIP: ``;``-separated test names this run leaves out (the
 differences docs/pytorch.md lists), PGS_SUITE_START=spawn: each test's
-processes spawned fresh, as torch's own CI starts them (about ten times as
-long).
+processes spawned fresh, as torch's own CI starts them (seven to thirteen times
+as long).
 """
 
 import os
