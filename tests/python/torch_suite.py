@@ -46,7 +46,10 @@ from torch.testing._internal.distributed.distributed_test import DistributedTest
 
 # Forked, a test's processes have torch imported already; spawned, each
 # imports it again.
-FORK = os.environ.get("PGS_SUITE_START", "fork") != "spawn"
+START = os.environ.get("PGS_SUITE_START", "fork")
+if START not in ("fork", "spawn"):
+    sys.exit(f"torch_suite.py: PGS_SUITE_START={START!r}: expected fork (the default) or spawn")
+FORK = START == "fork"
 
 
 class TestPgstrategyBackend(TestDistBackend, DistributedTest._DistTestBase):
