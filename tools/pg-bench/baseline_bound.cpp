@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "util/copy.h"  // header-only: the library's pulls
 
 namespace pgbench {
 namespace {
@@ -85,6 +86,10 @@ class Bound final : public MpiBarrierBackend {
     long fewest = l1d > 0 ? l1d : 32 << 10;
     MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_LONG, MPI_MIN, info.world);  // the same places everywhere
     l1d_bytes_ = static_cast<size_t>(fewest);
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    long least_l2 = l2 > 0 ? l2 : 0;  // not known: pulls by memcpy (pull_by_pages)
+    MPI_Allreduce(MPI_IN_PLACE, &least_l2, 1, MPI_LONG, MPI_MIN, info.world);
+    l2_bytes_ = static_cast<size_t>(least_l2);
     const size_t part_bytes = 2 * sizeof(Flag) + 2 * parity_bytes_;
     char *base = nullptr;
     // A line more than the part: an MPI need not align a rank's segment to a
@@ -183,7 +188,7 @@ class Bound final : public MpiBarrierBackend {
     round();
     char *recv = static_cast<char *>(c.recv);
     for (int q = 0; q < ranks_; ++q)
-      if (q != local_) std::memcpy(recv, data(q, n), n);
+      if (q != local_) pull(recv, data(q, n), n, n);
   }
 
   // The reduction as copies: every peer's copy of this rank's block pulled
@@ -196,21 +201,31 @@ class Bound final : public MpiBarrierBackend {
     std::memcpy(mine + lo + len, send + lo + len, n - lo - len);
     round();
     for (int q = 0; q < ranks_; ++q)
-      if (q != local_) std::memcpy(mine + lo, data(q, n) + lo, len);
+      if (q != local_) pull(mine + lo, data(q, n) + lo, len, n);
     const uint64_t reduced = arrive();
     std::memcpy(recv + lo, mine + lo, len);
     wait_all(reduced);
     for (int q = 0; q < ranks_; ++q) {
       if (q == local_) continue;
       const auto [qlo, qlen] = block(q, n);
-      std::memcpy(recv + qlo, data(q, n) + qlo, qlen);
+      pull(recv + qlo, data(q, n) + qlo, qlen, n);
     }
+  }
+
+  // `bytes` out of a peer's part, for a call of n bytes: as the library's
+  // paths pull them.
+  void pull(char *to, const char *from, size_t bytes, size_t n) const {
+    if (pg::pull_by_pages(n, l2_bytes_))
+      pg::pull_pages(to, from, bytes);
+    else
+      std::memcpy(to, from, bytes);
   }
 
   MPI_Win win_ = MPI_WIN_NULL;
   int local_ = 0, ranks_ = 1;
   size_t parity_bytes_ = 0;  // one parity's data in a rank's part
   size_t l1d_bytes_ = 0;     // the L1 data cache: how much of a parity its places span
+  size_t l2_bytes_ = 0;      // a core's L2 cache (0: not known): how bytes are pulled (pull())
   std::vector<char *> parts_;
   uint64_t calls_ = 0, rounds_ = 0;
   size_t chosen_for_ = SIZE_MAX;  // the size `exchanges_` was chosen for

@@ -8,6 +8,7 @@
 
 #include "core/runtime.h"
 #include "core/trace.h"
+#include "util/copy.h"
 #include "util/dtype.h"
 #include "util/reduce.h"
 #include "util/round_up.h"
@@ -324,7 +325,11 @@ class FastPath::Op final : public Request {
     for (int q = 0; q < p_.local_size_; ++q) {
       if (q == p_.local_) continue;
       const auto [lo, len] = block(q);
-      std::memcpy(static_cast<char *>(a_.recv) + lo * size, input(q, n) + lo * size, len * size);
+      char *to = static_cast<char *>(a_.recv) + lo * size;
+      if (pull_by_pages(n, p_.l2_per_core_))
+        pull_pages(to, input(q, n) + lo * size, len * size);
+      else
+        std::memcpy(to, input(q, n) + lo * size, len * size);
     }
   }
 
@@ -440,6 +445,7 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *ra
   f->slot_bytes_ = round_up(config.slot_bytes, 64);
   f->split_bytes_ = config.split_bytes;
   f->cycle_bytes_ = config.cycle_bytes > 0 ? config.cycle_bytes : kCycleBytes;
+  f->l2_per_core_ = config.l2_per_core;
   f->tree_ = config.tree_ranks > 0 && f->local_size_ >= config.tree_ranks;
   f->fail_across_ = config.fail_across;
   f->rank_of_local_.resize(static_cast<std::size_t>(f->local_size_));

@@ -7,6 +7,7 @@
 #endif
 
 #include "core/runtime.h"
+#include "util/copy.h"
 #include "util/reduce.h"
 #include "util/round_up.h"
 #include "util/status.h"
@@ -26,38 +27,43 @@ constexpr std::int64_t kInSlot = -1;
 // machines often overstate.
 constexpr std::size_t kStreamBytes = std::size_t(8) << 20;
 
-void copy_out(char *to, const char *from, std::size_t bytes, bool stream) {
+}  // namespace
+
+void ShmTransport::copy_out(char *to, const char *from, std::size_t bytes, Copy how) {
+  switch (how) {
+    case Copy::stream:
 #if defined(__SSE2__)
-  if (stream) {
-    // Stores of 16 aligned bytes; the unaligned head and tail are copied normally.
-    const std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(to) % 16) % 16;
-    if (bytes >= head + 64) {
-      std::memcpy(to, from, head);
-      std::size_t i = head;
-      for (; i + 64 <= bytes; i += 64)
-        for (std::size_t v = 0; v < 64; v += 16)
-          _mm_stream_si128(reinterpret_cast<__m128i *>(to + i + v),
-                           _mm_loadu_si128(reinterpret_cast<const __m128i *>(from + i + v)));
-      std::memcpy(to + i, from + i, bytes - i);
-      _mm_sfence();  // the streamed stores are visible before the gathered counter
-      return;
+    {
+      // Stores of 16 aligned bytes; the unaligned head and tail are copied normally.
+      const std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(to) % 16) % 16;
+      if (bytes >= head + 64) {
+        std::memcpy(to, from, head);
+        std::size_t i = head;
+        for (; i + 64 <= bytes; i += 64)
+          for (std::size_t v = 0; v < 64; v += 16)
+            _mm_stream_si128(reinterpret_cast<__m128i *>(to + i + v),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i *>(from + i + v)));
+        std::memcpy(to + i, from + i, bytes - i);
+        _mm_sfence();  // the streamed stores are visible before the gathered counter
+        return;
+      }
     }
-  }
-#else
-  (void)stream;
 #endif
+      break;
+    case Copy::pages: return pull_pages(to, from, bytes);
+    case Copy::plain: break;
+  }
   std::memcpy(to, from, bytes);
 }
 
-}  // namespace
-
-pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, const Memory *memory,
-                               std::unique_ptr<ShmTransport> *out) {
+pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, std::size_t l2_per_core,
+                               const Memory *memory, std::unique_ptr<ShmTransport> *out) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "counters are shared between processes");
   std::unique_ptr<ShmTransport> t(new ShmTransport());
   t->slots_ = slots;
   t->slot_bytes_ = round_up(slot_bytes, 64);
   t->memory_ = memory;
+  t->l2_per_core_ = l2_per_core;
   MPI_Comm_rank(node_comm, &t->local_);
   MPI_Comm_size(node_comm, &t->local_size_);
   const std::size_t w = static_cast<std::size_t>(slots);
@@ -181,11 +187,14 @@ bool ShmTransport::try_reduce(const Plan &plan, std::size_t k, char **shard) {
   return true;
 }
 
-// Out of place only: in place, the receive buffer is also the input, and its
-// lines are in cache already (streaming measured slower there).
-bool ShmTransport::streams(const Plan &plan) { return plan.gathered_bytes >= kStreamBytes && !plan.args.in_place; }
+// Streamed out of place only: in place, the receive buffer is also the input,
+// and its lines are in cache already (streaming measured slower there).
+ShmTransport::Copy ShmTransport::copy_for(const Plan &plan) const {
+  if (plan.gathered_bytes >= kStreamBytes && !plan.args.in_place) return Copy::stream;
+  return pull_by_pages(plan.gathered_bytes, l2_per_core_) ? Copy::pages : Copy::plain;
+}
 
-void ShmTransport::copy_shard(const Plan &plan, std::size_t k, int p, bool stream) const {
+void ShmTransport::copy_shard(const Plan &plan, std::size_t k, int p, Copy how) const {
   const std::uint64_t tick = plan.first_tick + k;
   const std::size_t len = plan.piece_len(k, p), bytes = len * plan.esize;
   const Source &source = parts_[static_cast<std::size_t>(p)].results[tick % slots_];
@@ -193,13 +202,15 @@ void ShmTransport::copy_shard(const Plan &plan, std::size_t k, int p, bool strea
     const std::size_t at = plan.piece_offset(k, p, j);
     const char *from = locate(p, source, result_slot(p, tick), j * len, at, plan.esize);
     char *to = plan.recv() + at * plan.esize;
-    if (to != from) copy_out(to, from, bytes, stream);
+    if (to != from) copy_out(to, from, bytes, how);
   }
 }
 
 pg_status ShmTransport::finished(const Plan &plan, std::size_t k) {
-  // This rank's own shard goes to its receive buffer now, while it is in cache.
-  if (plan.gathers()) copy_shard(plan, k, local_, streams(plan));
+  // This rank's own shard goes to its receive buffer now, while it is in
+  // cache (from its own cache: by pages gains nothing).
+  const Copy how = copy_for(plan);
+  if (plan.gathers()) copy_shard(plan, k, local_, how == Copy::pages ? Copy::plain : how);
   parts_[static_cast<std::size_t>(local_)].counters->done.value.store(plan.first_tick + k + 1,
                                                                        std::memory_order_release);
   return PG_OK;
@@ -209,9 +220,9 @@ bool ShmTransport::try_gather(const Plan &plan, std::size_t k) {
   const std::uint64_t tick = plan.first_tick + k;
   if (plan.gathers()) {
     if (!all_past(&Counters::done, tick, false)) return false;
-    const bool stream = streams(plan);
+    const Copy how = copy_for(plan);
     for (int p = 0; p < local_size_; ++p)
-      if (p != local_) copy_shard(plan, k, p, stream);
+      if (p != local_) copy_shard(plan, k, p, how);
   }
   parts_[static_cast<std::size_t>(local_)].counters->gathered.value.store(tick + 1, std::memory_order_release);
   return true;

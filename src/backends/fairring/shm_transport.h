@@ -26,9 +26,11 @@ namespace pg::fairring {
 
 class ShmTransport final : public NodeTransport {
  public:
-  // Collective over node_comm. `memory`: the strategy's pg_mem_alloc buffers.
-  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, const Memory *memory,
-                          std::unique_ptr<ShmTransport> *out);
+  // Collective over node_comm. `l2_per_core`: a core's share of the L2 cache
+  // (0: not known), which decides how shards are pulled; `memory`: the
+  // strategy's pg_mem_alloc buffers.
+  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, std::size_t l2_per_core,
+                          const Memory *memory, std::unique_ptr<ShmTransport> *out);
   ~ShmTransport() override;  // collective over the node, like create
 
   std::size_t slot_bytes() const override { return slot_bytes_; }
@@ -73,9 +75,13 @@ class ShmTransport final : public NodeTransport {
   bool all_past(Counter Counters::*which, std::uint64_t tick, bool self) const;
   char *input_slot(int p, std::uint64_t tick) const;
   char *result_slot(int p, std::uint64_t tick) const;
+  // How a shard goes into the receive buffer: memcpy, pulled by pages
+  // (pull_pages), or streamed past the cache with non-temporal stores.
+  enum class Copy { plain, pages, stream };
+  Copy copy_for(const Plan &plan) const;
+  static void copy_out(char *to, const char *from, std::size_t bytes, Copy how);
   // Local rank p's final shard of slice k into this rank's receive buffer.
-  void copy_shard(const Plan &plan, std::size_t k, int p, bool stream) const;
-  static bool streams(const Plan &plan);
+  void copy_shard(const Plan &plan, std::size_t k, int p, Copy how) const;
   // Where local rank p's data described by `source` is: element `in_slot` of
   // `slot`, or element `in_buffer` of p's own (pg_mem_alloc) buffer.
   const char *locate(int p, const Source &source, const char *slot, std::size_t in_slot, std::size_t in_buffer,
@@ -84,7 +90,7 @@ class ShmTransport final : public NodeTransport {
   MPI_Win win_ = MPI_WIN_NULL;
   int local_ = 0, local_size_ = 1;
   int slots_ = 1;
-  std::size_t slot_bytes_ = 0;
+  std::size_t slot_bytes_ = 0, l2_per_core_ = 0;
   std::vector<Part> parts_;
   const Memory *memory_ = nullptr;
   // Each peer's part of the pg_mem_alloc buffer it published last (ids are never reused).

@@ -1,0 +1,44 @@
+// pull_pages (util/copy.h) copies what memcpy copies, at every length around
+// its strides (eight pages of 4 KiB) and at every alignment of either side,
+// leaving the bytes around the destination as they were; pull_by_pages
+// follows its rule (an input and a result fit the L2 cache).
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "util/copy.h"
+
+namespace {
+
+constexpr std::size_t kStride = 8 * 4096;
+
+TEST(PullPages, CopiesEveryLengthAndAlignment) {
+  const std::size_t lengths[] = {0, 1, 63, 4096, kStride - 1, kStride, 2 * kStride - 1, 2 * kStride,
+                                 2 * kStride + 1, 3 * kStride + 4095, 5 * kStride + 64};
+  const std::size_t largest = 5 * kStride + 64, guard = 128;
+  std::vector<std::uint8_t> from(largest + guard), to(largest + 2 * guard);
+  for (std::size_t i = 0; i < from.size(); ++i) from[i] = static_cast<std::uint8_t>(i * 131 + 7);
+  for (std::size_t n : lengths)
+    for (std::size_t skew_from : {0, 1, 32}) {
+      for (std::size_t skew_to : {0, 5, 64}) {
+        std::fill(to.begin(), to.end(), std::uint8_t(0xA5));
+        pg::pull_pages(to.data() + guard + skew_to, from.data() + skew_from, n);
+        for (std::size_t i = 0; i < to.size(); ++i) {
+          const bool inside = i >= guard + skew_to && i < guard + skew_to + n;
+          const std::uint8_t want = inside ? from[i - guard - skew_to + skew_from] : std::uint8_t(0xA5);
+          ASSERT_EQ(to[i], want) << "n=" << n << " source offset " << skew_from << " destination offset "
+                                 << skew_to << ", byte " << i;
+        }
+      }
+    }
+}
+
+TEST(PullPages, ByPagesWhereInputAndResultFitTheL2) {
+  EXPECT_TRUE(pg::pull_by_pages(1 << 20, 2 << 20));
+  EXPECT_FALSE(pg::pull_by_pages((1 << 20) + 1, 2 << 20));
+  EXPECT_FALSE(pg::pull_by_pages(64 << 10, 0));  // L2 not known
+}
+
+}  // namespace
