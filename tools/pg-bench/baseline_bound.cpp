@@ -1,10 +1,10 @@
 // The bound (--bound): what this machine allows an allreduce of the row's
 // bytes among the ranks of one node, measured here rather than computed from
 // a data sheet. Its row runs the data movement that any allreduce in shared
-// memory must make with ordinary buffers, as copies between the ranks' cores,
-// without the arithmetic, on the faster of the two schedules that need the
-// fewest flag rounds and the fewest bytes pulled (docs/performance.md, "The
-// bound"):
+// memory must make with ordinary buffers, as copies between the ranks' cores
+// (pulled as the library pulls: util/copy.h), without the arithmetic, on the
+// faster of the two schedules that need the fewest flag rounds and the fewest
+// bytes pulled (docs/performance.md, "The bound"):
 //
 //   exchange     each rank writes its input into its shared part (beside
 //                its flag, in one cache line, when it fits); one flag round;
