@@ -1,8 +1,9 @@
 #include "core/memory.h"
 
-#include <cstdint>
-
 #include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cstdint>
 
 #include "cuda/runtime.h"
 #include "util/round_up.h"
@@ -72,6 +73,23 @@ pg_status allocate_node_window(MPI_Comm node_comm, std::size_t bytes, const char
     w.parts[static_cast<std::size_t>(r)] = aligned(part);
   }
   *out = std::move(w);
+  return PG_OK;
+}
+
+pg_status touch_node_window(MPI_Comm node_comm, const NodeWindow &window, std::size_t bytes) {
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const std::size_t page = page_size > 0 ? static_cast<std::size_t>(page_size) : 4096;
+  // Zero, as the window is: only the write matters (the part's first bytes
+  // may already hold a path's flags, which only this rank writes yet).
+  for (std::size_t at = 0; at < bytes; at += page) {
+    volatile char *c = window.base + at;
+    *c = *c;
+  }
+  PG_MPI_CHECK(MPI_Barrier(node_comm));
+  for (char *part : window.parts) {
+    if (part == window.base) continue;
+    for (std::size_t at = 0; at < bytes; at += page) static_cast<void>(*static_cast<volatile char *>(part + at));
+  }
   return PG_OK;
 }
 

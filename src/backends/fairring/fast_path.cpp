@@ -454,6 +454,7 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *ra
   NodeWindow window;
   PG_CHECK(allocate_node_window(node_comm, slots_at + 2 * f->slot_bytes_, "fairring's fast path", &window));
   f->win_ = window.win;
+  PG_CHECK(touch_node_window(node_comm, window, slots_at + 2 * f->slot_bytes_));
   new (window.base) Flag[2]();  // this rank's flags, before any peer reads them
   f->parts_.resize(static_cast<std::size_t>(f->local_size_));
   for (int p = 0; p < f->local_size_; ++p) {

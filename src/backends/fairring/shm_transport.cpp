@@ -74,6 +74,7 @@ pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int s
   NodeWindow window;
   PG_CHECK(allocate_node_window(node_comm, bytes, "the fairring backend's slots", &window));
   t->win_ = window.win;
+  PG_CHECK(touch_node_window(node_comm, window, bytes));
   t->parts_.resize(static_cast<std::size_t>(t->local_size_));
   t->resolved_.resize(static_cast<std::size_t>(t->local_size_));
   for (int p = 0; p < t->local_size_; ++p) {
