@@ -13,7 +13,7 @@
 namespace pg {
 namespace pull_detail {
 
-constexpr std::size_t kPage = 4096, kPages = 8, kStride = kPage * kPages;
+constexpr std::size_t kPage = 4096, kPages = 4, kStride = kPage * kPages;
 
 #ifdef PG_PULL_PAGES_AVX2
 // kPages pages at a time, one cache line of each a step, in whole strides.
@@ -50,12 +50,14 @@ inline bool pulls_by_pages_here() {
 }
 
 // memcpy(to, from, n) where another core has just written `from` (a peer's
-// slot): from two strides of eight pages on, where the CPU has AVX2, it reads
-// eight pages at a time, a cache line of each a step, so that eight streams
-// of lines come from the other core's cache at once where memcpy waits on
-// one. Its stores read each line of `to` first, which memcpy's large copies
-// (rep movsb) do not: it pays only where `to` is in this core's cache
-// (pull_by_pages). At one stride (32 KiB) it was slower than memcpy.
+// slot): from two strides of four pages on, where the CPU has AVX2, it reads
+// four pages at a time, a cache line of each a step, so that four streams of
+// lines come from the other core's cache at once where memcpy waits on one.
+// Its stores read each line of `to` first, which memcpy's large copies (rep
+// movsb) do not: it pays only where `to` is in this core's cache
+// (pull_by_pages). On the Intel Xeon of docs/performance.md, four pages
+// took 0.91-0.99 of eight's time in 64-512 KiB allreduces, and a single
+// stride of eight pages (a 64 KiB allreduce's blocks) was slower than memcpy.
 inline void pull_pages(void *to, const void *from, std::size_t n) {
 #ifdef PG_PULL_PAGES_AVX2
   using namespace pull_detail;

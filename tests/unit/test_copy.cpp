@@ -1,5 +1,5 @@
 // pull_pages (util/copy.h) copies what memcpy copies, at every length around
-// its strides (eight pages of 4 KiB) and at every alignment of either side,
+// its strides (pages taken a few at a time) and at every alignment of either side,
 // leaving the bytes around the destination as they were; pull_by_pages
 // follows its rule (an input and a result fit the L2 cache).
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 namespace {
 
-constexpr std::size_t kStride = 8 * 4096;
+constexpr std::size_t kStride = pg::pull_detail::kStride;
 
 TEST(PullPages, CopiesEveryLengthAndAlignment) {
   const std::size_t lengths[] = {0, 1, 63, 4096, kStride - 1, kStride, 2 * kStride - 1, 2 * kStride,

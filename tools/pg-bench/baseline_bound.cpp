@@ -1,10 +1,11 @@
 // The bound (--bound): what this machine allows an allreduce of the row's
 // bytes among the ranks of one node, measured here rather than computed from
 // a data sheet. Its row runs the data movement that any allreduce in shared
-// memory must make with ordinary buffers, as copies between the ranks' cores
-// (pulled as the library pulls: util/copy.h), without the arithmetic, on the
-// faster of the two schedules that need the fewest flag rounds and the fewest
-// bytes pulled (docs/performance.md, "The bound"):
+// memory must make with ordinary buffers, as copies between the ranks' cores,
+// without the arithmetic, on the faster of the two schedules that need the
+// fewest flag rounds and the fewest bytes pulled, each pulling with memcpy or
+// by pages as the library can (util/copy.h) (docs/performance.md, "The
+// bound"):
 //
 //   exchange     each rank writes its input into its shared part (beside
 //                its flag, in one cache line, when it fits); one flag round;
@@ -16,8 +17,8 @@
 //                into its part; one round; pulls every other block:
 //                2(L-1)/L n pulled, two rounds.
 //
-// The first call of each size runs both a few times and keeps the faster
-// (every rank calls with the same sizes in the same order: the choice is
+// The first call of each size runs each schedule with each pull a few times
+// and keeps the fastest (every rank calls with the same sizes in the same order: the choice is
 // collective). The flags and parts alternate between two parities, as a
 // real path's slots would: a rank writes parity t % 2 again only at call t + 2, after
 // every rank arrived at call t + 1, which each does only after it finished
@@ -36,7 +37,7 @@
 #include <vector>
 
 #include "backend.h"
-#include "util/copy.h"  // header-only: the library's pulls
+#include "util/copy.h"  // header-only: the library's pulls by pages
 
 namespace pgbench {
 namespace {
@@ -86,10 +87,6 @@ class Bound final : public MpiBarrierBackend {
     long fewest = l1d > 0 ? l1d : 32 << 10;
     MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_LONG, MPI_MIN, info.world);  // the same places everywhere
     l1d_bytes_ = static_cast<size_t>(fewest);
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    long least_l2 = l2 > 0 ? l2 : 0;  // not known: pulls by memcpy (pull_by_pages)
-    MPI_Allreduce(MPI_IN_PLACE, &least_l2, 1, MPI_LONG, MPI_MIN, info.world);
-    l2_bytes_ = static_cast<size_t>(least_l2);
     const size_t part_bytes = 2 * sizeof(Flag) + 2 * parity_bytes_;
     char *base = nullptr;
     // A line more than the part: an MPI need not align a rank's segment to a
@@ -115,7 +112,7 @@ class Bound final : public MpiBarrierBackend {
   std::string run(const Call &c) override {
     const size_t n = c.count * pg_dtype_size(c.dtype);
     if (n != chosen_for_) choose(c, n);
-    one(c, n, exchanges_);
+    one(c, n, way_);
     return "";
   }
 
@@ -160,26 +157,35 @@ class Bound final : public MpiBarrierBackend {
     return {lo, std::min(n, lo + per) - lo};
   }
 
-  void one(const Call &c, size_t n, bool exchange_schedule) {
+  // A schedule and how it pulls.
+  struct Way {
+    bool exchange = true;
+    bool pages = false;  // pg::pull_pages, else memcpy
+  };
+
+  void one(const Call &c, size_t n, Way way) {
     ++calls_;
-    if (exchange_schedule) exchange(c, n);
+    pages_ = way.pages;
+    if (way.exchange) exchange(c, n);
     else reduce_scatter_all_gather(c, n);
   }
 
-  // The faster schedule for n bytes, on every rank: the slowest rank's time
-  // of a few calls of each.
+  // The fastest way for n bytes, on every rank: the slowest rank's time of a
+  // few calls of each (by pages and by memcpy alike where the CPU cannot pull
+  // by pages: the same ways on every rank).
   void choose(const Call &c, size_t n) {
     constexpr int kCalls = 16;
-    double took[2] = {0, 0};
-    for (int schedule = 0; schedule < 2; ++schedule) {
-      one(c, n, schedule == 0);  // warm
+    const Way ways[] = {{true, false}, {false, false}, {true, true}, {false, true}};
+    double took[4] = {0, 0, 0, 0};
+    for (int w = 0; w < 4; ++w) {
+      one(c, n, ways[w]);  // warm
       MPI_Barrier(comm_);
       const double start = MPI_Wtime();
-      for (int i = 0; i < kCalls; ++i) one(c, n, schedule == 0);
-      took[schedule] = MPI_Wtime() - start;
+      for (int i = 0; i < kCalls; ++i) one(c, n, ways[w]);
+      took[w] = MPI_Wtime() - start;
     }
-    MPI_Allreduce(MPI_IN_PLACE, took, 2, MPI_DOUBLE, MPI_MAX, comm_);
-    exchanges_ = took[0] <= took[1];
+    MPI_Allreduce(MPI_IN_PLACE, took, 4, MPI_DOUBLE, MPI_MAX, comm_);
+    way_ = ways[std::min_element(took, took + 4) - took];
     chosen_for_ = n;
   }
 
@@ -188,7 +194,7 @@ class Bound final : public MpiBarrierBackend {
     round();
     char *recv = static_cast<char *>(c.recv);
     for (int q = 0; q < ranks_; ++q)
-      if (q != local_) pull(recv, data(q, n), n, n);
+      if (q != local_) pull(recv, data(q, n), n);
   }
 
   // The reduction as copies: every peer's copy of this rank's block pulled
@@ -201,21 +207,20 @@ class Bound final : public MpiBarrierBackend {
     std::memcpy(mine + lo + len, send + lo + len, n - lo - len);
     round();
     for (int q = 0; q < ranks_; ++q)
-      if (q != local_) pull(mine + lo, data(q, n) + lo, len, n);
+      if (q != local_) pull(mine + lo, data(q, n) + lo, len);
     const uint64_t reduced = arrive();
     std::memcpy(recv + lo, mine + lo, len);
     wait_all(reduced);
     for (int q = 0; q < ranks_; ++q) {
       if (q == local_) continue;
       const auto [qlo, qlen] = block(q, n);
-      pull(recv + qlo, data(q, n) + qlo, qlen, n);
+      pull(recv + qlo, data(q, n) + qlo, qlen);
     }
   }
 
-  // `bytes` out of a peer's part, for a call of n bytes: as the library's
-  // paths pull them.
-  void pull(char *to, const char *from, size_t bytes, size_t n) const {
-    if (pg::pull_by_pages(n, l2_bytes_))
+  // `bytes` out of a peer's part, as the chosen way pulls.
+  void pull(char *to, const char *from, size_t bytes) const {
+    if (pages_)
       pg::pull_pages(to, from, bytes);
     else
       std::memcpy(to, from, bytes);
@@ -225,11 +230,11 @@ class Bound final : public MpiBarrierBackend {
   int local_ = 0, ranks_ = 1;
   size_t parity_bytes_ = 0;  // one parity's data in a rank's part
   size_t l1d_bytes_ = 0;     // the L1 data cache: how much of a parity its places span
-  size_t l2_bytes_ = 0;      // a core's L2 cache (0: not known): how bytes are pulled (pull())
   std::vector<char *> parts_;
   uint64_t calls_ = 0, rounds_ = 0;
-  size_t chosen_for_ = SIZE_MAX;  // the size `exchanges_` was chosen for
-  bool exchanges_ = true;
+  size_t chosen_for_ = SIZE_MAX;  // the size `way_` was chosen for
+  Way way_;
+  bool pages_ = false;  // the call running now pulls by pages
 };
 
 }  // namespace

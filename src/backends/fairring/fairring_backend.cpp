@@ -204,7 +204,7 @@ class FairringBackend final : public Backend {
   std::string pull_reason() const {
     if (!pulls_by_pages_here()) return "peers' blocks pulled with memcpy (no AVX2)";
     if (caches_.l2_per_core == 0) return "peers' blocks pulled with memcpy (hwloc reports no L2 cache)";
-    return "peers' blocks pulled eight pages at a time up to " + text::format_bytes(caches_.l2_per_core / 2) +
+    return "peers' blocks pulled four pages at a time up to " + text::format_bytes(caches_.l2_per_core / 2) +
            " (an input and a result fit a core's " + text::format_bytes(caches_.l2_per_core) + " of L2 cache)";
   }
 
