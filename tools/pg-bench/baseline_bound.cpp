@@ -170,22 +170,32 @@ class Bound final : public MpiBarrierBackend {
     else reduce_scatter_all_gather(c, n);
   }
 
-  // The fastest way for n bytes, on every rank: the slowest rank's time of a
-  // few calls of each (by pages and by memcpy alike where the CPU cannot pull
-  // by pages: the same ways on every rank).
+  // The fastest way for n bytes, on every rank: rounds of a few calls of
+  // each way in turn, a way's time the median of its rounds (of the slowest
+  // rank's times), so that a slow moment of the machine does not decide. The
+  // same four ways on every rank: by pages is memcpy where the CPU cannot.
   void choose(const Call &c, size_t n) {
-    constexpr int kCalls = 16;
-    const Way ways[] = {{true, false}, {false, false}, {true, true}, {false, true}};
-    double took[4] = {0, 0, 0, 0};
-    for (int w = 0; w < 4; ++w) {
-      one(c, n, ways[w]);  // warm
-      MPI_Barrier(comm_);
-      const double start = MPI_Wtime();
-      for (int i = 0; i < kCalls; ++i) one(c, n, ways[w]);
-      took[w] = MPI_Wtime() - start;
+    constexpr int kWays = 4, kRounds = 9;
+    const Way ways[kWays] = {{true, false}, {false, false}, {true, true}, {false, true}};
+    const int calls = static_cast<int>(std::clamp<size_t>((size_t(1) << 20) / std::max<size_t>(n, 1), 1, 8));
+    for (const Way &w : ways) one(c, n, w);  // warm
+    double took[kRounds][kWays];
+    for (int r = 0; r < kRounds; ++r)
+      for (int w = 0; w < kWays; ++w) {
+        MPI_Barrier(comm_);
+        const double start = MPI_Wtime();
+        for (int i = 0; i < calls; ++i) one(c, n, ways[w]);
+        took[r][w] = MPI_Wtime() - start;
+      }
+    MPI_Allreduce(MPI_IN_PLACE, &took[0][0], kRounds * kWays, MPI_DOUBLE, MPI_MAX, comm_);
+    double median[kWays];
+    for (int w = 0; w < kWays; ++w) {
+      double each[kRounds];
+      for (int r = 0; r < kRounds; ++r) each[r] = took[r][w];
+      std::nth_element(each, each + kRounds / 2, each + kRounds);
+      median[w] = each[kRounds / 2];
     }
-    MPI_Allreduce(MPI_IN_PLACE, took, 4, MPI_DOUBLE, MPI_MAX, comm_);
-    way_ = ways[std::min_element(took, took + 4) - took];
+    way_ = ways[std::min_element(median, median + kWays) - median];
     chosen_for_ = n;
   }
 
