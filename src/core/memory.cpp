@@ -79,8 +79,7 @@ pg_status allocate_node_window(MPI_Comm node_comm, std::size_t bytes, const char
 pg_status touch_node_window(MPI_Comm node_comm, const NodeWindow &window, std::size_t bytes) {
   const long page_size = sysconf(_SC_PAGESIZE);
   const std::size_t page = page_size > 0 ? static_cast<std::size_t>(page_size) : 4096;
-  // Zero, as the window is: only the write matters (the part's first bytes
-  // may already hold a path's flags, which only this rank writes yet).
+  // A write that keeps what is there: the fault, not the value, is the point.
   for (std::size_t at = 0; at < bytes; at += page) {
     volatile char *c = window.base + at;
     *c = *c;

@@ -21,7 +21,7 @@ TEST(PullPages, CopiesEveryLengthAndAlignment) {
   std::vector<std::uint8_t> from(largest + guard), to(largest + 2 * guard);
   for (std::size_t i = 0; i < from.size(); ++i) from[i] = static_cast<std::uint8_t>(i * 131 + 7);
   for (std::size_t n : lengths)
-    for (std::size_t skew_from : {0, 1, 32}) {
+    for (std::size_t skew_from : {0, 1, 32})
       for (std::size_t skew_to : {0, 5, 64}) {
         std::fill(to.begin(), to.end(), std::uint8_t(0xA5));
         pg::pull_pages(to.data() + guard + skew_to, from.data() + skew_from, n);
@@ -32,7 +32,6 @@ TEST(PullPages, CopiesEveryLengthAndAlignment) {
                                  << skew_to << ", byte " << i;
         }
       }
-    }
 }
 
 TEST(PullPages, ByPagesWhereInputAndResultFitTheL2) {

@@ -18,8 +18,8 @@
 //                2(L-1)/L n pulled, two rounds.
 //
 // The first call of each size runs each schedule with each pull a few times
-// and keeps the fastest (every rank calls with the same sizes in the same order: the choice is
-// collective). The flags and parts alternate between two parities, as a
+// and keeps the fastest (every rank calls with the same sizes in the same
+// order: the choice is collective). The flags and parts alternate between two parities, as a
 // real path's slots would: a rank writes parity t % 2 again only at call t + 2, after
 // every rank arrived at call t + 1, which each does only after it finished
 // reading t; within a parity, places round the L1 data cache (data()).
