@@ -1,7 +1,7 @@
 # The installed tools are clients of the installed libpgstrategy.so: each needs
 # the shared library and defines none of its symbols (no second copy of the
-# library inside the executable); only the header-only string helpers may be
-# compiled in.
+# library inside the executable); only the header-only helpers may be
+# compiled in (strings, src/util/text.h; pulls, src/util/copy.h).
 #   cmake -DREADELF=<readelf> -DNM=<nm> -DTOOLS="<exe>;<exe>" -P check_tools_are_clients.cmake
 foreach(tool IN LISTS TOOLS)
   execute_process(COMMAND ${READELF} -d ${tool} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
@@ -10,7 +10,7 @@ foreach(tool IN LISTS TOOLS)
   endif()
   execute_process(COMMAND ${NM} --defined-only ${tool} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
   string(REGEX MATCHALL "[^\n]* [TtDdBbRr] (pg_[a-z_0-9]+|_ZN2pg[^\n]*)" own "${symbols}")
-  list(FILTER own EXCLUDE REGEX "_ZN2pg4text")  # the header-only string helpers (src/util/text.h)
+  list(FILTER own EXCLUDE REGEX "_ZN2pg(4text|11pull_detail)")  # the header-only helpers (util/text.h, util/copy.h)
   if(NOT rc EQUAL 0 OR own)
     message(FATAL_ERROR "${tool} defines the library's symbols itself: ${own}")
   endif()
