@@ -7,7 +7,8 @@ DIR holds run-a-<i>.csv and run-b-<i>.csv (i < JOBS), jobs of the same sweep
 run alternated. Per row (backend, collective, size, placement): each job's
 time is its median over the job's repetitions; A and B are the medians over
 their jobs with [min-max]; B/A is the median of the ratios of jobs i of A and
-B (run one after the other) with [min-max]. Below 1: B is faster.
+B (run one after the other, in turns A first and B first) with [min-max].
+Below 1: B is faster.
 """
 import csv
 import os
