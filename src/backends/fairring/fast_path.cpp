@@ -301,10 +301,10 @@ class FastPath::Op final : public Request {
   // on one node it is then final (PG_AVG's division included).
   void reduce_block() {
     const auto [lo, len] = block(p_.local_);
-    const std::size_t size = dtype_size(a_.dtype), n = bytes_;
+    const std::size_t size = dtype_size(a_.dtype), n = bytes_, at = lo * size;  // a lambda cannot capture lo (C++17)
     const pg_op op = combining_op(a_.op);
     auto source = [&](int q) -> const char * {
-      return (q == p_.local_ ? static_cast<const char *>(a_.send) : published_input(q)) + lo * size;
+      return (q == p_.local_ ? static_cast<const char *>(a_.send) : published_input(q)) + at;
     };
     char *out = input(p_.local_, n) + lo * size;
     reduce_into(a_.dtype, op, out, source(0), source(1), len);
