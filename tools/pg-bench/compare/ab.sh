@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Two revisions of pgstrategy side by side: builds pg-bench at each and runs
-# the same sweep with them alternated (A B B A A B ...), then prints, per row, each
-# revision's median over the jobs with its spread and the ratio B/A (per pair
-# of neighbouring jobs, median and min-max).
+# the same sweep with them alternated (A B B A A B ...), then prints, per row,
+# each revision's median over the jobs with its spread and the ratio B/A (per
+# pair of neighbouring jobs, median and min-max).
 #
 #   tools/pg-bench/compare/ab.sh [-j JOBS] [-n RANKS] [--load N] REV_A REV_B [-- PG-BENCH ARGS]
 #
@@ -45,7 +45,9 @@ build() {
     # (a different path, a different layout of the library).
     rm -rf "$src"
     mkdir -p "$src"
-    (cd "$root" && git ls-files -z -co --exclude-standard | tar --null -T - -c) | tar -x -C "$src"
+    # (A file deleted but not yet from git's index is listed, and skipped.)
+    (cd "$root" && git ls-files -z -co --exclude-standard | tar --null --ignore-failed-read -T - -c 2>/dev/null) |
+      tar -x -C "$src"
   else
     local commit
     commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
