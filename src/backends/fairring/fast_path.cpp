@@ -322,14 +322,16 @@ class FastPath::Op final : public Request {
 
   void gather_blocks() {
     const std::size_t size = dtype_size(a_.dtype), n = bytes_;
+    const bool pages = pull_by_pages(n, p_.l2_per_core_);
     for (int q = 0; q < p_.local_size_; ++q) {
       if (q == p_.local_) continue;
       const auto [lo, len] = block(q);
       char *to = static_cast<char *>(a_.recv) + lo * size;
-      if (pull_by_pages(n, p_.l2_per_core_))
-        pull_pages(to, input(q, n) + lo * size, len * size);
+      const char *from = input(q, n) + lo * size;
+      if (pages)
+        pull_pages(to, from, len * size);
       else
-        std::memcpy(to, input(q, n) + lo * size, len * size);
+        std::memcpy(to, from, len * size);
     }
   }
 
