@@ -54,10 +54,11 @@ inline bool pulls_by_pages_here() {
 // four pages at a time, a cache line of each a step, so that four streams of
 // lines come from the other core's cache at once where memcpy waits on one.
 // Its stores read each line of `to` first, which memcpy's large copies (rep
-// movsb) do not: it pays only where `to` is in this core's cache
-// (pull_by_pages). On the Intel Xeon of docs/performance.md, four pages
-// took 0.91-0.99 of eight's time in 64-512 KiB allreduces, and a single
-// stride of eight pages (a 64 KiB allreduce's blocks) was slower than memcpy.
+// movsb) do not: it pays only where `to` is in this core's cache, and only
+// on some CPUs (its callers time it against memcpy). On the Intel Xeon of
+// docs/performance.md, four pages took 0.91-0.99 of eight's time in 64-512
+// KiB allreduces, and a single stride of eight pages (a 64 KiB allreduce's
+// blocks) was slower than memcpy.
 inline void pull_pages(void *to, const void *from, std::size_t n) {
 #ifdef PG_PULL_PAGES_AVX2
   using namespace pull_detail;
@@ -71,13 +72,5 @@ inline void pull_pages(void *to, const void *from, std::size_t n) {
 #endif
   std::memcpy(to, from, n);
 }
-
-// Whether the pulls of a message of `bytes` go by pages (pull_pages) rather
-// than by memcpy: where its input and its result fit a core's share of the L2
-// cache together (`l2_per_core`; 0, not known: never), so that the result's
-// lines are in cache when the pull writes them. On the Intel Xeon of
-// docs/performance.md (2 MiB of L2 a core): up to 1 MiB; from 2 MiB on,
-// pulling by pages was 2-5 % slower than memcpy.
-inline bool pull_by_pages(std::size_t bytes, std::size_t l2_per_core) { return 2 * bytes <= l2_per_core; }
 
 }  // namespace pg

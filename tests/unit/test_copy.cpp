@@ -1,7 +1,6 @@
 // pull_pages (util/copy.h) copies what memcpy copies, at every length around
 // its strides (pages taken a few at a time) and at every alignment of either side,
-// leaving the bytes around the destination as they were; pull_by_pages
-// follows its rule (an input and a result fit the L2 cache).
+// leaving the bytes around the destination as they were.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -32,12 +31,6 @@ TEST(PullPages, CopiesEveryLengthAndAlignment) {
                                  << skew_to << ", byte " << i;
         }
       }
-}
-
-TEST(PullPages, ByPagesWhereInputAndResultFitTheL2) {
-  EXPECT_TRUE(pg::pull_by_pages(1 << 20, 2 << 20));
-  EXPECT_FALSE(pg::pull_by_pages((1 << 20) + 1, 2 << 20));
-  EXPECT_FALSE(pg::pull_by_pages(64 << 10, 0));  // L2 not known
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "backends/fairring/cuda_transport.h"
 #include "backends/fairring/fairring_internal.h"
 #include "backends/fairring/fast_path.h"
+#include "backends/fairring/pulls.h"
 #include "backends/fairring/schedule.h"
 #include "backends/fairring/settings.h"
 #include "backends/fairring/shm_transport.h"
@@ -14,7 +15,6 @@
 #include "core/selection.h"
 #include "core/trace.h"
 #include "topology/machine.h"
-#include "util/copy.h"
 #include "util/dtype.h"
 #include "util/status.h"
 #include "util/text.h"
@@ -49,7 +49,10 @@ class FairringBackend final : public Backend {
     const Settings &given = args.settings_of<Settings>("fairring");
     slice_given_ = given.slice_bytes.has_value();
     split_given_ = given.split_bytes.has_value();
-    if (!cuda) PG_CHECK(agreed_caches(c.comm, &caches_));
+    if (!cuda) {
+      PG_CHECK(agreed_caches(c.comm, &caches_));
+      PG_CHECK(choose_pulls(c.node_comm, given.pull, caches_.l2_per_core, &pulls_));
+    }
     settings_ = given.for_device(cuda, caches_.l2_per_core, c.local_size, c.node_count);
     learn_shape(c, args.layout);
     const std::vector<int> &failing = settings_.fail_across;
@@ -80,7 +83,7 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
       FastPath::Config config{settings_.fast_bytes, *settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
-                              c.size, c.rank, !irregular, fails_across_, caches_.l1d, caches_.l2_per_core,
+                              c.size, c.rank, !irregular, fails_across_, caches_.l1d, pulls_.pages_up_to,
                               args.env.memory};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
@@ -92,7 +95,7 @@ class FairringBackend final : public Backend {
       // A slot holds a slice, or a whole rank's share of one element per block.
       const std::size_t slot = std::max<std::size_t>(*settings_.slice_bytes, 8 * static_cast<std::size_t>(c.size));
       std::unique_ptr<ShmTransport> shm;
-      PG_CHECK(ShmTransport::create(c.node_comm, slot, settings_.inflight, caches_.l2_per_core, args.env.memory, &shm));
+      PG_CHECK(ShmTransport::create(c.node_comm, slot, settings_.inflight, pulls_.pages_up_to, args.env.memory, &shm));
       transport_ = std::move(shm);
     }
     if (transport && cuda)
@@ -190,7 +193,7 @@ class FairringBackend final : public Backend {
            (situation_.cuda ? "NCCL in the node, MPI on the rails through pinned host memory (device memory where MPI is "
                     "CUDA-aware)"
                   : "shared memory in the node (ordinary buffers copied into its slots, pg_mem_alloc buffers "
-                    "read in place; " + pull_reason() + ")") +
+                    "read in place; " + pulls_.why + ")") +
            "; " + describe_rule(situation_, settings_.algorithm);
   }
 
@@ -198,14 +201,6 @@ class FairringBackend final : public Backend {
   // Why the fast path splits allreduces from where it does.
   std::string split_reason() const {
     return split_given_ ? "PGS_FAIRRING_SPLIT_BYTES" : Settings::split_reason(shape_.local_size, shape_.nodes);
-  }
-
-  // How blocks and shards are pulled from the peers' caches (pull_by_pages).
-  std::string pull_reason() const {
-    if (!pulls_by_pages_here()) return "peers' blocks pulled with memcpy (no AVX2)";
-    if (caches_.l2_per_core == 0) return "peers' blocks pulled with memcpy (hwloc reports no L2 cache)";
-    return "peers' blocks pulled four pages at a time up to " + text::format_bytes(caches_.l2_per_core / 2) +
-           " (an input and a result fit a core's " + text::format_bytes(caches_.l2_per_core) + " of L2 cache)";
   }
 
   // Why the slices are as large as they are (Settings::cpu_slice_bytes).
@@ -251,6 +246,7 @@ class FairringBackend final : public Backend {
   bool slice_given_ = false;      // PGS_FAIRRING_SLICE_BYTES was set
   bool split_given_ = false;      // PGS_FAIRRING_SPLIT_BYTES was set
   Caches caches_;  // the caches the places and slices were cut for (CPU; agreed over the ranks)
+  PullRule pulls_;  // how peers' blocks and shards are copied (CPU; agreed over the node)
   bool fails_across_ = false;  // testing: this rank's steps across nodes fail (PGS_FAIRRING_FAULT)
   LeadersOrder leaders_order_;
   Shape shape_;

@@ -322,7 +322,7 @@ class FastPath::Op final : public Request {
 
   void gather_blocks() {
     const std::size_t size = dtype_size(a_.dtype), n = bytes_;
-    const bool pages = pull_by_pages(n, p_.l2_per_core_);
+    const bool pages = n <= p_.pages_up_to_;
     for (int q = 0; q < p_.local_size_; ++q) {
       if (q == p_.local_) continue;
       const auto [lo, len] = block(q);
@@ -447,7 +447,7 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *ra
   f->slot_bytes_ = round_up(config.slot_bytes, 64);
   f->split_bytes_ = config.split_bytes;
   f->cycle_bytes_ = config.cycle_bytes > 0 ? config.cycle_bytes : kCycleBytes;
-  f->l2_per_core_ = config.l2_per_core;
+  f->pages_up_to_ = config.pages_up_to;
   f->tree_ = config.tree_ranks > 0 && f->local_size_ >= config.tree_ranks;
   f->fail_across_ = config.fail_across;
   f->rank_of_local_.resize(static_cast<std::size_t>(f->local_size_));

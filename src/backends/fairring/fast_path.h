@@ -55,7 +55,7 @@ class FastPath {
     // How much of a slot its places span at least: the L1 data cache, the
     // same on every rank of the node, which must find the same places (0: kCycleBytes).
     std::size_t cycle_bytes = 0;
-    std::size_t l2_per_core = 0;  // a core's share of the L2 cache (0: not known): how the blocks are pulled (pull_by_pages)
+    std::size_t pages_up_to = 0;  // split allreduces up to this size pull the peers' blocks by pages (pulls.h)
     const Memory *memory = nullptr;  // the strategy's pg_mem_alloc buffers: a split allreduce's peers read them in place
   };
   // The places of a slot span at least the L1 data cache, where hwloc does
@@ -119,7 +119,7 @@ class FastPath {
   int local_ = 0, local_size_ = 1, nodes_ = 1, size_ = 1;
   std::vector<int> rank_of_local_;  // the strategy rank of each local rank
   bool fail_across_ = false;
-  std::size_t slot_bytes_ = 0, split_bytes_ = 0, cycle_bytes_ = 0, l2_per_core_ = 0;
+  std::size_t slot_bytes_ = 0, split_bytes_ = 0, cycle_bytes_ = 0, pages_up_to_ = 0;
   bool tree_ = false;  // small allreduces and barriers go up a tree (a node of PGS_FAIRRING_TREE_RANKS or more)
   std::vector<Part> parts_;
   const Memory *memory_ = nullptr;

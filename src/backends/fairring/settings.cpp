@@ -74,6 +74,14 @@ const params::Param<Settings> kRows[] = {
      "nodes of at least this many ranks reduce small allreduces and barriers up a 4-ary tree; 0: never",
      [](const char *n, const char *v, Settings *s) { return params::parse_int(n, v, 0, 1 << 20, &s->tree_ranks); },
      [](const Settings &s) { return std::to_string(s.tree_ranks); }},
+    // How, not what: the same bytes either way.
+    {"PGS_FAIRRING_PULL", "auto",
+     "how a rank copies what a peer has just written on CPU: auto (timed both ways when the strategy is made), "
+     "pages (four pages at a time, with AVX2, up to half a core's L2 cache) or memcpy",
+     [](const char *n, const char *v, Settings *s) {
+       return params::parse_choice(n, v, {"auto", "pages", "memcpy"}, &s->pull);
+     },
+     nullptr},
     // Fault injection for the tests: a failure the way an MPI error would
     // come, after the rank's part of the step (so no other node waits for it).
     {"PGS_FAIRRING_FAULT", "unset",

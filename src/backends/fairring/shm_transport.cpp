@@ -56,14 +56,14 @@ void ShmTransport::copy_out(char *to, const char *from, std::size_t bytes, Copy 
   std::memcpy(to, from, bytes);
 }
 
-pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, std::size_t l2_per_core,
+pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, std::size_t pages_up_to,
                                const Memory *memory, std::unique_ptr<ShmTransport> *out) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "counters are shared between processes");
   std::unique_ptr<ShmTransport> t(new ShmTransport());
   t->slots_ = slots;
   t->slot_bytes_ = round_up(slot_bytes, 64);
   t->memory_ = memory;
-  t->l2_per_core_ = l2_per_core;
+  t->pages_up_to_ = pages_up_to;
   MPI_Comm_rank(node_comm, &t->local_);
   MPI_Comm_size(node_comm, &t->local_size_);
   const std::size_t w = static_cast<std::size_t>(slots);
@@ -192,7 +192,7 @@ bool ShmTransport::try_reduce(const Plan &plan, std::size_t k, char **shard) {
 // and its lines are in cache already (streaming measured slower there).
 ShmTransport::Copy ShmTransport::copy_for(const Plan &plan) const {
   if (plan.gathered_bytes >= kStreamBytes && !plan.args.in_place) return Copy::stream;
-  return pull_by_pages(plan.gathered_bytes, l2_per_core_) ? Copy::pages : Copy::plain;
+  return plan.gathered_bytes <= pages_up_to_ ? Copy::pages : Copy::plain;
 }
 
 void ShmTransport::copy_shard(const Plan &plan, std::size_t k, int p, Copy how) const {
