@@ -104,8 +104,7 @@ class FastPath::Op final : public Request {
       st = fail(PG_ERR_BACKEND, "the step across nodes failed on request (PGS_FAIRRING_FAULT)");
     if (st != PG_OK) return fail_node(st);
     if (split_) {
-      const auto [lo, len] = block(p_.local_);
-      reduce_finish(a_.dtype, a_.op, input(p_.local_, bytes_) + lo * dtype_size(a_.dtype), len, p_.size_);
+      reduce_finish(a_.dtype, a_.op, block_home(), block(p_.local_).second, p_.size_);
       share_block();
       *next = Stage::share;
       return PG_OK;
@@ -201,10 +200,7 @@ class FastPath::Op final : public Request {
     if (!p_.arrived(t_)) return PG_OK;
     if (split_) {
       reduce_block();
-      if (leader_mode()) {  // every rank sends its own block over its rail
-        const auto [lo, len] = block(p_.local_);
-        return cross(input(p_.local_, bytes_) + lo * dtype_size(a_.dtype), len, next);
-      }
+      if (leader_mode()) return cross(block_home(), block(p_.local_).second, next);  // each its own block, on its rail
       share_block();
       *next = Stage::share;
       return PG_OK;
@@ -296,28 +292,48 @@ class FastPath::Op final : public Request {
     return {lo, std::min(a_.count, lo + per) - lo};
   }
 
-  // This rank's block, reduced in its own slot (where it published no input:
-  // only this rank reads that block of its input, from the user's buffer);
-  // on one node it is then final (PG_AVG's division included).
+  // Where this rank reduces its block: into the user's receive buffer, where
+  // the block is private (the slot gets a copy once it is final, share_block()),
+  // which on the AMD EPYC of docs/performance.md ran 32-128 KiB allreduces in
+  // 0.73-0.77 of the time of reducing into the slot its peer last read (each
+  // line written there first takes the peer's copy away, one at a time, where
+  // memcpy's stores to it stream). In place, a rank after the first two would
+  // overwrite its own input with theirs before adding it: it reduces in its
+  // slot, as the slot's copy of its input is not there (publish()).
+  char *block_home() const {
+    const std::size_t at = block(p_.local_).first * dtype_size(a_.dtype);
+    if (a_.recv == a_.send && p_.local_ >= 2) return input(p_.local_, bytes_) + at;
+    return static_cast<char *>(a_.recv) + at;
+  }
+
+  // This rank's block, reduced in local-rank order (so the bits do not depend
+  // on who reduces) into block_home(); on one node it is then final (PG_AVG's
+  // division included). Only this rank reads this block of its own input,
+  // from the user's buffer.
   void reduce_block() {
     const auto [lo, len] = block(p_.local_);
-    const std::size_t size = dtype_size(a_.dtype), n = bytes_, at = lo * size;  // a lambda cannot capture lo (C++17)
+    const std::size_t at = lo * dtype_size(a_.dtype);  // a lambda cannot capture lo (C++17)
     const pg_op op = combining_op(a_.op);
     auto source = [&](int q) -> const char * {
       return (q == p_.local_ ? static_cast<const char *>(a_.send) : published_input(q)) + at;
     };
-    char *out = input(p_.local_, n) + lo * size;
+    char *out = block_home();
     reduce_into(a_.dtype, op, out, source(0), source(1), len);
     for (int q = 2; q < p_.local_size_; ++q) reduce_local(a_.dtype, op, out, source(q), len);
     if (!leader_mode()) reduce_finish(a_.dtype, a_.op, out, len, p_.size_);
   }
 
-  // This rank's final block: done = t for its peers, and into the user's buffer.
+  // This rank's final block in both the user's buffer and its slot, then
+  // done = t for its peers.
   void share_block() {
     const auto [lo, len] = block(p_.local_);
-    const std::size_t size = dtype_size(a_.dtype);
+    const std::size_t at = lo * dtype_size(a_.dtype);
+    char *slot = input(p_.local_, bytes_) + at, *recv = static_cast<char *>(a_.recv) + at, *home = block_home();
+    if (home == recv)
+      std::memcpy(slot, recv, len * dtype_size(a_.dtype));
+    else
+      std::memcpy(recv, slot, len * dtype_size(a_.dtype));
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].done.store(t_, std::memory_order_release);
-    std::memcpy(static_cast<char *>(a_.recv) + lo * size, input(p_.local_, bytes_) + lo * size, len * size);
   }
 
   void gather_blocks() {
