@@ -23,10 +23,10 @@ class AllreducePlan final : public Plan {
   }
   std::size_t shard_offset(std::size_t k, int p) const override { return part(k, p); }
 
-  // A receive buffer in shared memory holds this rank's part itself; peers read it there.
-  char *result_in_place(std::size_t k) const override {
-    return recv_spot.id >= 0 ? recv() + piece_offset(k, shape.local, 0) * esize : nullptr;
-  }
+  // This rank's part is reduced where it ends up: written there, private,
+  // rather than into the slot its peers read a few slices ago, whose lines
+  // each write must first take back from their caches (docs/algorithms.md).
+  char *result_in_place(std::size_t k) const override { return recv() + piece_offset(k, shape.local, 0) * esize; }
 
   pg_status rail_step(std::size_t k, char *shard, Backend &rail, std::unique_ptr<Request> *out) override {
     const std::size_t n = piece_len(k, shape.local);

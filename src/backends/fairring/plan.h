@@ -45,8 +45,10 @@ class Plan {
   virtual std::size_t shard_offset(std::size_t k, int p) const = 0;
   std::size_t shard_len(std::size_t k, int p) const { return pieces() * piece_len(k, p); }
 
-  // Where this rank's final shard of slice k goes when it does not go to a
-  // shared slot: the user's receive buffer, or nullptr (a slot).
+  // Where this rank reduces its shard of slice k when not in a shared slot:
+  // in the user's receive buffer, or nullptr (a slot). Where the shard is
+  // gathered, peers read it there in a pg_mem_alloc buffer; from an ordinary
+  // one the transport copies it to a slot once it is final.
   virtual char *result_in_place(std::size_t k) const = 0;
   // Step 3 on this rank's shard of slice k (`shard`, shard_len elements) over
   // `rail`: started nonblocking into *out, or done at once (*out stays empty).

@@ -79,6 +79,7 @@ class ShmTransport final : public NodeTransport {
   // (pull_pages), or streamed past the cache with non-temporal stores.
   enum class Copy { plain, pages, stream };
   Copy copy_for(const Plan &plan) const;
+  char *reduce_home(const Plan &plan, std::size_t k) const;
   static void copy_out(char *to, const char *from, std::size_t bytes, Copy how);
   // Local rank p's final shard of slice k into this rank's receive buffer.
   void copy_shard(const Plan &plan, std::size_t k, int p, Copy how) const;
