@@ -164,6 +164,18 @@ int main(void) {
   unsetenv("PGS_RANKS_PER_NODE");
   unsetenv("PGS_FAIRRING_ALGO");
 
+  /* How blocks pass between cores, as set (nothing left to time), and a bad value. */
+  expect_bad_setting("fairring", "PGS_FAIRRING_REDUCE", "register", "PGS_FAIRRING_REDUCE='register'",
+                     "auto, buffer, slot");
+  setenv("PGS_FAIRRING_REDUCE", "slot", 1);
+  setenv("PGS_FAIRRING_PULL", "memcpy", 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+  PG_TEST_TRUE(strstr(text, "blocks reduced in the slot, pulled with memcpy") != NULL, "describe: %s", text);
+  pg_strategy_destroy(s);
+  unsetenv("PGS_FAIRRING_REDUCE");
+  unsetenv("PGS_FAIRRING_PULL");
+
   /* What a rank's strategy knows, key by key; an unknown key lists them. */
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);
   char settings[4096];

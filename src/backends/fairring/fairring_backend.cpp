@@ -7,7 +7,7 @@
 #include "backends/fairring/cuda_transport.h"
 #include "backends/fairring/fairring_internal.h"
 #include "backends/fairring/fast_path.h"
-#include "backends/fairring/pulls.h"
+#include "backends/fairring/handoff.h"
 #include "backends/fairring/schedule.h"
 #include "backends/fairring/settings.h"
 #include "backends/fairring/shm_transport.h"
@@ -51,7 +51,7 @@ class FairringBackend final : public Backend {
     split_given_ = given.split_bytes.has_value();
     if (!cuda) {
       PG_CHECK(agreed_caches(c.comm, &caches_));
-      PG_CHECK(choose_pulls(c.node_comm, given.pull, caches_.l2_per_core, &pulls_));
+      PG_CHECK(choose_handoff(c.node_comm, given, caches_.l1d, caches_.l2_per_core, &handoff_));
     }
     settings_ = given.for_device(cuda, caches_.l2_per_core, c.local_size, c.node_count);
     learn_shape(c, args.layout);
@@ -83,7 +83,8 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
       FastPath::Config config{settings_.fast_bytes, *settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
-                              c.size, c.rank, !irregular, fails_across_, caches_.l1d, pulls_.pages_up_to,
+                              c.size, c.rank, !irregular, fails_across_, caches_.l1d, handoff_.reduce_in_buffer,
+                              handoff_.pages_up_to,
                               args.env.memory};
       PG_CHECK(FastPath::create(c.node_comm, config, fast_rail_->backend.get(), &fast_));
       situation_.fast = fast_.get();
@@ -95,7 +96,7 @@ class FairringBackend final : public Backend {
       // A slot holds a slice, or a whole rank's share of one element per block.
       const std::size_t slot = std::max<std::size_t>(*settings_.slice_bytes, 8 * static_cast<std::size_t>(c.size));
       std::unique_ptr<ShmTransport> shm;
-      PG_CHECK(ShmTransport::create(c.node_comm, slot, settings_.inflight, pulls_.pages_up_to, args.env.memory, &shm));
+      PG_CHECK(ShmTransport::create(c.node_comm, slot, settings_.inflight, handoff_, args.env.memory, &shm));
       transport_ = std::move(shm);
     }
     if (transport && cuda)
@@ -193,7 +194,7 @@ class FairringBackend final : public Backend {
            (situation_.cuda ? "NCCL in the node, MPI on the rails through pinned host memory (device memory where MPI is "
                     "CUDA-aware)"
                   : "shared memory in the node (ordinary buffers copied into its slots, pg_mem_alloc buffers "
-                    "read in place; " + pulls_.why + ")") +
+                    "read in place; " + handoff_.why + ")") +
            "; " + describe_rule(situation_, settings_.algorithm);
   }
 
@@ -246,7 +247,7 @@ class FairringBackend final : public Backend {
   bool slice_given_ = false;      // PGS_FAIRRING_SLICE_BYTES was set
   bool split_given_ = false;      // PGS_FAIRRING_SPLIT_BYTES was set
   Caches caches_;  // the caches the places and slices were cut for (CPU; agreed over the ranks)
-  PullRule pulls_;  // how peers' blocks and shards are copied (CPU; agreed over the node)
+  Handoff handoff_;  // where blocks and shards are reduced and how peers copy them (CPU; agreed over the node)
   bool fails_across_ = false;  // testing: this rank's steps across nodes fail (PGS_FAIRRING_FAULT)
   LeadersOrder leaders_order_;
   Shape shape_;

@@ -292,17 +292,14 @@ class FastPath::Op final : public Request {
     return {lo, std::min(a_.count, lo + per) - lo};
   }
 
-  // Where this rank reduces its block: into the user's receive buffer, where
-  // the block is private (the slot gets a copy once it is final, share_block()),
-  // which on the AMD EPYC of docs/performance.md ran 32-128 KiB allreduces in
-  // 0.73-0.77 of the time of reducing into the slot its peer last read (each
-  // line written there first takes the peer's copy away, one at a time, where
-  // memcpy's stores to it stream). In place, a rank after the first two would
-  // overwrite its own input with theirs before adding it: it reduces in its
-  // slot, as the slot's copy of its input is not there (publish()).
+  // Where this rank reduces its block (handoff.h): in its slot, or in the
+  // user's receive buffer, where the block is private, and the slot gets a
+  // copy once it is final (share_block()). In place, a rank after the first
+  // two would overwrite its own input there with theirs before adding it: it
+  // reduces in its slot, where its own block of its input is not published.
   char *block_home() const {
     const std::size_t at = block(p_.local_).first * dtype_size(a_.dtype);
-    if (a_.recv == a_.send && p_.local_ >= 2) return input(p_.local_, bytes_) + at;
+    if (!p_.reduce_in_buffer_ || (a_.recv == a_.send && p_.local_ >= 2)) return input(p_.local_, bytes_) + at;
     return static_cast<char *>(a_.recv) + at;
   }
 
@@ -463,7 +460,7 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *ra
   f->slot_bytes_ = round_up(config.slot_bytes, 64);
   f->split_bytes_ = config.split_bytes;
   f->cycle_bytes_ = config.cycle_bytes > 0 ? config.cycle_bytes : kCycleBytes;
-  f->pages_up_to_ = config.pages_up_to;
+  f->set_handoff(config.reduce_in_buffer, config.pages_up_to);
   f->tree_ = config.tree_ranks > 0 && f->local_size_ >= config.tree_ranks;
   f->fail_across_ = config.fail_across;
   f->rank_of_local_.resize(static_cast<std::size_t>(f->local_size_));

@@ -55,7 +55,11 @@ class FastPath {
     // How much of a slot its places span at least: the L1 data cache, the
     // same on every rank of the node, which must find the same places (0: kCycleBytes).
     std::size_t cycle_bytes = 0;
-    std::size_t pages_up_to = 0;  // split allreduces up to this size pull the peers' blocks by pages (pulls.h)
+    // How blocks pass between the cores (handoff.h): reduced in the user's
+    // buffer, then copied to the slot, or in the slot; pulled by pages up to
+    // pages_up_to bytes.
+    bool reduce_in_buffer = true;
+    std::size_t pages_up_to = 0;
     const Memory *memory = nullptr;  // the strategy's pg_mem_alloc buffers: a split allreduce's peers read them in place
   };
   // The places of a slot span at least the L1 data cache, where hwloc does
@@ -86,6 +90,12 @@ class FastPath {
   // The same, waited for here: nothing allocated on one node (the blocking
   // hot path); across nodes the leader's MPI request is the one allocation.
   pg_status run(const CollArgs &a);
+  // Another handoff (Config), for the operations started from now on: the
+  // same on every local rank, between the same operations.
+  void set_handoff(bool reduce_in_buffer, std::size_t pages_up_to) {
+    reduce_in_buffer_ = reduce_in_buffer;
+    pages_up_to_ = pages_up_to;
+  }
 
  private:
   class Op;
@@ -120,6 +130,7 @@ class FastPath {
   std::vector<int> rank_of_local_;  // the strategy rank of each local rank
   bool fail_across_ = false;
   std::size_t slot_bytes_ = 0, split_bytes_ = 0, cycle_bytes_ = 0, pages_up_to_ = 0;
+  bool reduce_in_buffer_ = true;
   bool tree_ = false;  // small allreduces and barriers go up a tree (a node of PGS_FAIRRING_TREE_RANKS or more)
   std::vector<Part> parts_;
   const Memory *memory_ = nullptr;

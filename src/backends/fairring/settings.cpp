@@ -74,10 +74,17 @@ const params::Param<Settings> kRows[] = {
      "nodes of at least this many ranks reduce small allreduces and barriers up a 4-ary tree; 0: never",
      [](const char *n, const char *v, Settings *s) { return params::parse_int(n, v, 0, 1 << 20, &s->tree_ranks); },
      [](const Settings &s) { return std::to_string(s.tree_ranks); }},
-    // How, not what: the same bytes either way.
+    // How, not what: the same bytes either way (handoff.h).
+    {"PGS_FAIRRING_REDUCE", "auto",
+     "where a rank reduces its block of a split allreduce or its shard on CPU: auto (timed when the strategy is "
+     "made), buffer (the user's, then copied to its shared slot) or slot",
+     [](const char *n, const char *v, Settings *s) {
+       return params::parse_choice(n, v, {"auto", "buffer", "slot"}, &s->reduce);
+     },
+     nullptr},
     {"PGS_FAIRRING_PULL", "auto",
-     "how a rank copies what a peer has just written on CPU: auto (timed both ways when the strategy is made), "
-     "pages (four pages at a time, with AVX2, up to half a core's L2 cache) or memcpy",
+     "how a rank copies its peers' blocks on CPU: auto (timed when the strategy is made), pages (four pages at a "
+     "time, with AVX2, up to half a core's L2 cache) or memcpy",
      [](const char *n, const char *v, Settings *s) {
        return params::parse_choice(n, v, {"auto", "pages", "memcpy"}, &s->pull);
      },

@@ -12,8 +12,10 @@
 
 namespace pg::fairring {
 
-// How a rank copies what a peer has just written (PGS_FAIRRING_PULL; pulls.h):
-// as measured when the strategy is made, or as given.
+// How blocks pass between the node's cores (handoff.h): as timed when the
+// strategy is made, or as given. Where a rank reduces its block
+// (PGS_FAIRRING_REDUCE), and how its peers copy it (PGS_FAIRRING_PULL).
+enum class Reduce { measure, buffer, slot };
 enum class Pull { measure, pages, memcpy };
 
 class Settings final : public BackendSettings {
@@ -62,6 +64,7 @@ class Settings final : public BackendSettings {
   static constexpr std::size_t kSplitBytes = std::size_t(4) << 10, kPairSplitBytes = std::size_t(8) << 10;
   int tree_ranks = kTreeRanks;             // PGS_FAIRRING_TREE_RANKS; 0: never
   static constexpr int kTreeRanks = 32;
+  Reduce reduce = Reduce::measure;         // PGS_FAIRRING_REDUCE
   Pull pull = Pull::measure;               // PGS_FAIRRING_PULL
   std::vector<int> fail_across;            // PGS_FAIRRING_FAULT=across:<ranks> (testing)
   std::vector<std::string> given;          // as set, by row

@@ -56,14 +56,14 @@ void ShmTransport::copy_out(char *to, const char *from, std::size_t bytes, Copy 
   std::memcpy(to, from, bytes);
 }
 
-pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, std::size_t pages_up_to,
+pg_status ShmTransport::create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, const Handoff &handoff,
                                const Memory *memory, std::unique_ptr<ShmTransport> *out) {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "counters are shared between processes");
   std::unique_ptr<ShmTransport> t(new ShmTransport());
   t->slots_ = slots;
   t->slot_bytes_ = round_up(slot_bytes, 64);
   t->memory_ = memory;
-  t->pages_up_to_ = pages_up_to;
+  t->handoff_ = handoff;
   MPI_Comm_rank(node_comm, &t->local_);
   MPI_Comm_size(node_comm, &t->local_size_);
   const std::size_t w = static_cast<std::size_t>(slots);
@@ -189,11 +189,13 @@ bool ShmTransport::try_reduce(const Plan &plan, std::size_t k, char **shard) {
 }
 
 // Where the plan would have the shard (result_in_place), but a slot where
-// the shards are streamed into an ordinary receive buffer past the cache:
-// reduced there, the shard would be read back from memory into the slot
-// (16 MiB out of place up to 1.03 times slower).
+// an ordinary receive buffer is only the shard's last stop: where the handoff
+// reduces in the slot, and where the shards are streamed into the buffer past
+// the cache (reduced there, the shard would be read back from memory into the
+// slot: 16 MiB out of place up to 1.03 times slower).
 char *ShmTransport::reduce_home(const Plan &plan, std::size_t k) const {
-  if (plan.gathers() && plan.recv_spot.id < 0 && copy_for(plan) == Copy::stream) return nullptr;
+  if (plan.gathers() && plan.recv_spot.id < 0 && (!handoff_.reduce_in_buffer || copy_for(plan) == Copy::stream))
+    return nullptr;
   return plan.result_in_place(k);
 }
 
@@ -201,7 +203,7 @@ char *ShmTransport::reduce_home(const Plan &plan, std::size_t k) const {
 // and its lines are in cache already (streaming measured slower there).
 ShmTransport::Copy ShmTransport::copy_for(const Plan &plan) const {
   if (plan.gathered_bytes >= kStreamBytes && !plan.args.in_place) return Copy::stream;
-  return plan.gathered_bytes <= pages_up_to_ ? Copy::pages : Copy::plain;
+  return plan.gathered_bytes <= handoff_.pages_up_to ? Copy::pages : Copy::plain;
 }
 
 void ShmTransport::copy_shard(const Plan &plan, std::size_t k, int p, Copy how) const {

@@ -20,16 +20,16 @@
 #include <memory>
 #include <vector>
 
+#include "backends/fairring/handoff.h"
 #include "backends/fairring/node_transport.h"
 
 namespace pg::fairring {
 
 class ShmTransport final : public NodeTransport {
  public:
-  // Collective over node_comm. Messages up to `pages_up_to` bytes pull the
-  // peers' shards by pages (pulls.h); `memory`: the strategy's pg_mem_alloc
-  // buffers.
-  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, std::size_t pages_up_to,
+  // Collective over node_comm. `handoff`: where a shard is reduced and how
+  // the peers' shards are pulled; `memory`: the strategy's pg_mem_alloc buffers.
+  static pg_status create(MPI_Comm node_comm, std::size_t slot_bytes, int slots, const Handoff &handoff,
                           const Memory *memory, std::unique_ptr<ShmTransport> *out);
   ~ShmTransport() override;  // collective over the node, like create
 
@@ -91,7 +91,8 @@ class ShmTransport final : public NodeTransport {
   MPI_Win win_ = MPI_WIN_NULL;
   int local_ = 0, local_size_ = 1;
   int slots_ = 1;
-  std::size_t slot_bytes_ = 0, pages_up_to_ = 0;
+  std::size_t slot_bytes_ = 0;
+  Handoff handoff_;
   std::vector<Part> parts_;
   const Memory *memory_ = nullptr;
   // Each peer's part of the pg_mem_alloc buffer it published last (ids are never reused).

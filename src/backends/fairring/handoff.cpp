@@ -1,0 +1,136 @@
+#include "backends/fairring/handoff.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "backends/fairring/fast_path.h"
+#include "topology/machine.h"
+#include "util/copy.h"
+#include "util/status.h"
+#include "util/text.h"
+
+namespace pg::fairring {
+namespace {
+
+// A 128 KiB float32 allreduce, split: on two ranks each reduces 64 KiB and
+// pulls 64 KiB: a size where both choices changed the time on both CPUs of
+// docs/performance.md.
+constexpr std::size_t kProbeBytes = std::size_t(128) << 10;
+constexpr int kRounds = 7;  // of each way, after one to warm up; the median decides
+constexpr int kCalls = 4;   // allreduces per round and way
+
+struct Way {
+  bool reduce_in_buffer;
+  bool pages;
+};
+
+std::string describe_way(const Way &way, std::size_t up_to, std::size_t l2_per_core) {
+  return std::string(way.reduce_in_buffer ? "blocks reduced in the user's buffer, then copied to the slot"
+                                          : "blocks reduced in the slot") +
+         (way.pages ? ", pulled four pages at a time up to " + text::format_bytes(up_to) +
+                          " (an input and a result fit a core's " + text::format_bytes(l2_per_core) + " of L2 cache)"
+                    : ", pulled with memcpy");
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Every way's median time for kCalls allreduces of kProbeBytes on the node
+// (the slowest rank's time in each round), on a fast path of its own.
+pg_status time_ways(MPI_Comm node_comm, const std::vector<Way> &ways, std::size_t l1d, std::size_t up_to,
+                    std::vector<double> *medians) {
+  FastPath::Config config;
+  config.slot_bytes = kProbeBytes;
+  config.split_bytes = 0;  // always split: the probe is of split allreduces
+  MPI_Comm_size(node_comm, &config.size);
+  MPI_Comm_rank(node_comm, &config.rank);
+  config.cycle_bytes = l1d;
+  std::unique_ptr<FastPath> path;
+  PG_CHECK(FastPath::create(node_comm, config, nullptr, &path));
+  const std::size_t count = kProbeBytes / sizeof(float), n = ways.size();
+  std::vector<float> send(count, 1.0f), recv(count);
+  const CollArgs a = CollArgs::reduction(Coll::allreduce, send.data(), recv.data(), count, PG_FLOAT32, PG_SUM);
+  std::vector<double> took(static_cast<std::size_t>(kRounds) * n);
+  for (int round = -1; round < kRounds; ++round)
+    for (std::size_t turn = 0; turn < n; ++turn) {
+      const std::size_t w = (turn + static_cast<std::size_t>(round + 1)) % n;  // each round starts with the next way
+      path->set_handoff(ways[w].reduce_in_buffer, ways[w].pages ? up_to : 0);
+      const auto start = std::chrono::steady_clock::now();
+      for (int call = 0; call < kCalls; ++call) PG_CHECK(path->run(a));
+      const std::chrono::duration<double> t = std::chrono::steady_clock::now() - start;
+      if (round >= 0) took[static_cast<std::size_t>(round) * n + w] = t.count();
+    }
+  PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, took.data(), static_cast<int>(took.size()), MPI_DOUBLE, MPI_MAX, node_comm));
+  medians->assign(n, 0);
+  for (std::size_t w = 0; w < n; ++w) {
+    std::vector<double> each;
+    for (int round = 0; round < kRounds; ++round) each.push_back(took[static_cast<std::size_t>(round) * n + w]);
+    (*medians)[w] = median(each);
+  }
+  return PG_OK;
+}
+
+}  // namespace
+
+pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, std::size_t l1d, std::size_t l2_per_core,
+                         Handoff *out) {
+  int local_size = 1;
+  MPI_Comm_size(node_comm, &local_size);
+  const std::size_t up_to = l2_per_core / 2;
+  // The same on every rank of the node: its CPU, its agreed caches, the settings.
+  std::string no_pages;
+  if (!pulls_by_pages_here()) no_pages = "no AVX2";
+  else if (up_to < kProbeBytes)
+    no_pages = l2_per_core == 0 ? "hwloc reports no L2 cache"
+                                : "a core's L2 cache holds no " + text::format_bytes(2 * kProbeBytes) +
+                                      " message and its result";
+  // The ways the settings and the CPU leave, the untimed default first.
+  std::vector<Way> ways;
+  for (bool in_buffer : {true, false})
+    for (bool pages : {false, true})
+      if ((settings.reduce == Reduce::measure || in_buffer == (settings.reduce == Reduce::buffer)) &&
+          (settings.pull == Pull::measure || pages == (settings.pull == Pull::pages)) &&
+          (!pages || no_pages.empty()))
+        ways.push_back({in_buffer, pages});
+  if (ways.empty()) ways.push_back({settings.reduce != Reduce::slot, false});  // PGS_FAIRRING_PULL=pages, and it cannot
+  std::string why;
+  if (local_size < 2) {
+    why = "a node of one rank";
+  } else if (ways.size() == 1) {
+    why = "the only way PGS_FAIRRING_REDUCE and PGS_FAIRRING_PULL leave";
+  } else {
+    topology::HostShare share;  // ranks that wait for a core time the scheduler, not the copies
+    PG_CHECK(topology::host_share(node_comm, &share));
+    if (share.oversubscribed())
+      why = "not timed: " + std::to_string(share.ranks) + " ranks share " + std::to_string(share.cpus) +
+            " CPUs of this host";
+  }
+  std::size_t chosen = 0;
+  if (why.empty()) {
+    std::vector<double> medians;
+    PG_CHECK(time_ways(node_comm, ways, l1d, up_to, &medians));
+    chosen = static_cast<std::size_t>(std::min_element(medians.begin(), medians.end()) - medians.begin());
+    std::vector<std::string> others;
+    for (std::size_t w = 0; w < ways.size(); ++w) {
+      if (w == chosen) continue;
+      char ratio[64];
+      std::snprintf(ratio, sizeof ratio, "%s and %s %.2f", ways[w].reduce_in_buffer ? "buffer" : "slot",
+                    ways[w].pages ? "pages" : "memcpy", medians[w] / medians[chosen]);
+      others.emplace_back(ratio);
+    }
+    why = "the fastest of " + std::to_string(ways.size()) + " ways timed here on a " + text::format_bytes(kProbeBytes) +
+          " allreduce (the others' time over its: " + text::join(others, ", ") + ")";
+  }
+  if (!no_pages.empty() && settings.pull != Pull::memcpy) why += "; by pages: " + no_pages;
+  out->reduce_in_buffer = ways[chosen].reduce_in_buffer;
+  out->pages_up_to = ways[chosen].pages ? up_to : 0;
+  out->why = describe_way(ways[chosen], up_to, l2_per_core) + ": " + why;
+  return PG_OK;
+}
+
+}  // namespace pg::fairring
