@@ -188,11 +188,12 @@ bool ShmTransport::try_reduce(const Plan &plan, std::size_t k, char **shard) {
   return true;
 }
 
-// Where the plan would have the shard (result_in_place), but a slot where
-// an ordinary receive buffer is only the shard's last stop: where the handoff
-// reduces in the slot, and where the shards are streamed into the buffer past
-// the cache (reduced there, the shard would be read back from memory into the
-// slot: 16 MiB out of place up to 1.03 times slower).
+// Where this rank reduces its shard of slice k: where the plan has it
+// (result_in_place), but in its slot a gathered shard bound for an ordinary
+// receive buffer where the handoff reduces in the slot, or where the gather
+// streams into that buffer past the cache (reduced there, the shard would be
+// read back from memory into the slot: 16 MiB out of place up to 1.03 times
+// slower).
 char *ShmTransport::reduce_home(const Plan &plan, std::size_t k) const {
   if (plan.gathers() && plan.recv_spot.id < 0 && (!handoff_.reduce_in_buffer || copy_for(plan) == Copy::stream))
     return nullptr;
