@@ -313,7 +313,7 @@ int main(int argc, char **argv) {
   if (!strcmp(phase, "fast") || !strcmp(phase, "hierarchical") || !strcmp(phase, "across")) {
     pg_strategy *s = create("fairring");
     if (pg_strategy_rank(s) == 0) {
-      char plan[1024];
+      char plan[4096];
       pg_strategy_describe(s, plan, sizeof plan);
       printf("fault_job: %s\n", plan);
     }

@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "backend.h"
 #include "load.h"
@@ -72,6 +74,10 @@ int run(const Options &opts, MPI_Comm comm) {
   std::vector<std::string> descriptions;
   for (const auto &b : backends) descriptions.push_back(b->name() + ": " + b->description());
   if (rank == 0) report.header(nranks, descriptions, skipped);
+  if (opts.pause_ms > 0) {  // the header is out (Report flushes it)
+    std::this_thread::sleep_for(std::chrono::milliseconds(opts.pause_ms));
+    MPI_Barrier(comm);
+  }
 
   int status = 0;
   if (backends.empty()) {

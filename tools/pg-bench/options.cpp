@@ -132,6 +132,10 @@ std::string usage_text() {
        "                          its median (default 1; use >= 5 for ratios)\n"
        "      --load N            N CPU-bound processes run beside rank 0 for the whole\n"
        "                          sweep (a busy core: a data loader, an OpenMP thread)\n"
+       "      --pause MS          every rank sleeps MS milliseconds between the header\n"
+       "                          (its backend lines come after every create) and the\n"
+       "                          sweep, for a script that changes the job's surroundings\n"
+       "                          then (compare/shared_core.sh)\n"
        "      --csv FILE          also write one CSV row per repetition, backend,\n"
        "                          collective, size and placement\n"
        "      --mem-alloc         allocate pgstrategy backends' buffers with pg_mem_alloc\n"
@@ -159,7 +163,7 @@ std::string usage_text() {
 }
 
 std::string parse_options(int argc, char **argv, Options *out) {
-  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern, kLoad, kFreshInput, kBound };  // long-only flags
+  enum { kCsv = 256, kMemAlloc, kThreadLevel, kDevice, kPattern, kLoad, kFreshInput, kBound, kPause };  // long-only flags
   static const option kFlags[] = {
       {"minbytes", required_argument, nullptr, 'b'},
       {"maxbytes", required_argument, nullptr, 'e'},
@@ -180,6 +184,7 @@ std::string parse_options(int argc, char **argv, Options *out) {
       {"thread-level", required_argument, nullptr, kThreadLevel},
       {"pattern", required_argument, nullptr, kPattern},
       {"load", required_argument, nullptr, kLoad},
+      {"pause", required_argument, nullptr, kPause},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   // '+': stop at the first non-flag instead of reordering argv (MPI_Init sees
@@ -275,6 +280,10 @@ std::string parse_options(int argc, char **argv, Options *out) {
       case kLoad:
         if (!parse_int(value, 0, 1024, &v)) return bad("expected a number of processes, 0 to 1024");
         o.load = static_cast<int>(v);
+        break;
+      case kPause:
+        if (!parse_int(value, 0, 60000, &v)) return bad("expected milliseconds, 0 to 60000");
+        o.pause_ms = static_cast<int>(v);
         break;
       case kCsv:
         if (value.empty()) return bad("expected a file name");

@@ -30,6 +30,7 @@ struct Options {
   std::string device = "cpu";             // --device: where pgstrategy backends' buffers live
   int repetitions = 1;
   int load = 0;                           // --load: CPU-bound processes beside rank 0
+  int pause_ms = 0;                       // --pause: sleep between the header and the sweep
   bool fresh_input = false;               // --fresh-input: inputs written again before each timed call
   bool bound = false;                     // --bound: the bound's rows, and each row's time against them
   std::string thread_level = "multiple";  // MPI thread level pg-bench asks for

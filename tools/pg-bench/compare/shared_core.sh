@@ -3,9 +3,9 @@
 # 2-CPU machine, so every create sees 2 ranks on 2 CPUs and the wait rule
 # spins first; once the backends are created, both ranks are moved onto CPU 0
 # and a busy process takes CPU 1, as when a third runnable process (a data
-# loader, a daemon) leaves two unbound ranks sharing a core. Rows measured
-# before the move are the first repetitions: use -r 10 or more and read the
-# medians.
+# loader, a daemon) leaves two unbound ranks sharing a core. The ranks sleep
+# between their creates and the sweep (pg-bench --pause) while they are
+# moved, so every row is measured after the move.
 #
 #   tools/pg-bench/compare/shared_core.sh [PG-BENCH ARGS]
 #
@@ -24,7 +24,7 @@ busy= job=
 trap 'rm -f "$out"; kill $job $busy 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
 # shellcheck disable=SC2086 # MPIEXEC is a command with its flags
-${MPIEXEC:-mpiexec} -n 2 "$bench" "$@" >"$out" 2>&1 &
+${MPIEXEC:-mpiexec} -n 2 "$bench" --pause 1000 "$@" >"$out" 2>&1 &
 job=$!
 # The launcher's processes and the ranks under it (no other job's).
 descendants() {
@@ -34,7 +34,9 @@ descendants() {
     descendants "$child"
   done
 }
-# The backend lines come after every create.
+# The backend lines come after every create; the ranks then sleep (--pause)
+# while they are moved: on a fast machine the whole sweep takes a few tens of
+# milliseconds, less than finding and moving them.
 until grep -q '^# backend' "$out" || ! kill -0 "$job" 2>/dev/null; do sleep 0.01; done
 for pid in $job $(descendants "$job"); do taskset -apc 0 "$pid" >/dev/null 2>&1 || true; done
 taskset -c 1 sh -c 'while :; do :; done' &
