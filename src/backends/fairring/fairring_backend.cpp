@@ -51,7 +51,9 @@ class FairringBackend final : public Backend {
     split_given_ = given.split_bytes.has_value();
     if (!cuda) {
       PG_CHECK(agreed_caches(c.comm, &caches_));
-      PG_CHECK(choose_handoff(c.node_comm, given, caches_.l1d, caches_.l2_per_core, &handoff_));
+      // Timed only where a shared-memory path will run: the fast path, or the hierarchical one (regular layouts).
+      const bool shares = given.fast_bytes > 0 || !irregular;
+      PG_CHECK(choose_handoff(c.node_comm, given, shares, caches_.l1d, caches_.l2_per_core, &handoff_));
     }
     settings_ = given.for_device(cuda, caches_.l2_per_core, c.local_size, c.node_count);
     learn_shape(c, args.layout);

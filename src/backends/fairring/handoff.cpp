@@ -77,8 +77,8 @@ pg_status time_ways(MPI_Comm node_comm, const std::vector<Way> &ways, std::size_
 
 }  // namespace
 
-pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, std::size_t l1d, std::size_t l2_per_core,
-                         Handoff *out) {
+pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, bool shares, std::size_t l1d,
+                         std::size_t l2_per_core, Handoff *out) {
   int local_size = 1;
   MPI_Comm_size(node_comm, &local_size);
   const std::size_t up_to = l2_per_core / 2;
@@ -101,6 +101,8 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, std::size
   std::string why;
   if (local_size < 2) {
     why = "a node of one rank";
+  } else if (!shares) {
+    why = "no shared-memory path on this layout";
   } else if (ways.size() == 1) {
     why = "the only way PGS_FAIRRING_REDUCE and PGS_FAIRRING_PULL leave";
   } else {

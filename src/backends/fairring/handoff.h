@@ -36,9 +36,9 @@ struct Handoff {
 // node's ranks run a 128 KiB allreduce on a fast path of their own each way
 // in turns, and the way with the lowest median is kept (untimed, reduced in
 // the buffer and pulled with memcpy, where the host's ranks outnumber its
-// CPUs). `l1d`: the L1 data cache (the fast path's places). Collective over
-// node_comm.
-pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, std::size_t l1d, std::size_t l2_per_core,
-                         Handoff *out);
+// CPUs, or where the strategy has no shared-memory path: `shares` false).
+// `l1d`: the L1 data cache (the fast path's places). Collective over node_comm.
+pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, bool shares, std::size_t l1d,
+                         std::size_t l2_per_core, Handoff *out);
 
 }  // namespace pg::fairring
