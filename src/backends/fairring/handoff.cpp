@@ -89,15 +89,16 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, bool shar
     no_pages = l2_per_core == 0 ? "hwloc reports no L2 cache"
                                 : "a core's L2 cache holds no " + text::format_bytes(2 * kProbeBytes) +
                                       " message and its result";
-  // The ways the settings and the CPU leave, the untimed default first.
+  // The ways the settings and the CPU leave, the untimed default first
+  // (PGS_FAIRRING_PULL=pages where the CPU cannot: memcpy).
+  const bool pages_allowed = no_pages.empty() && settings.pull != Pull::memcpy;
+  const bool memcpy_allowed = settings.pull != Pull::pages || !no_pages.empty();
   std::vector<Way> ways;
   for (bool in_buffer : {true, false})
     for (bool pages : {false, true})
       if ((settings.reduce == Reduce::measure || in_buffer == (settings.reduce == Reduce::buffer)) &&
-          (settings.pull == Pull::measure || pages == (settings.pull == Pull::pages)) &&
-          (!pages || no_pages.empty()))
+          (pages ? pages_allowed : memcpy_allowed))
         ways.push_back({in_buffer, pages});
-  if (ways.empty()) ways.push_back({settings.reduce != Reduce::slot, false});  // PGS_FAIRRING_PULL=pages, and it cannot
   std::string why;
   if (local_size < 2) {
     why = "a node of one rank";
