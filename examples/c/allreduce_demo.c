@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
   int rank = pg_strategy_rank(deflt), size = pg_strategy_size(deflt);
 
   if (rank == 0) {
-    char description[1024];
+    char description[4096];
     CHECK(pg_strategy_describe(deflt, description, sizeof description));
     printf("default strategy: %s\n", description);
     CHECK(pg_strategy_describe(fairring, description, sizeof description));

@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   if (global_max != size - 1) ++wrong;
 
   if (rank == 0) {
-    char text[1024];
+    char text[4096];
     pg_strategy_describe(s, text, sizeof text);
     printf("%s\nallreduce: %s, %d wrong elements\n", text, pg_status_name(rc), wrong);
   }
