@@ -71,7 +71,7 @@ bool in_place_exists(Kind kind) {
 Sizes Sizes::from_environment(std::size_t max_bytes, int ranks) {
   Sizes sizes;
   sizes.max_bytes = max_bytes;
-  const std::size_t fast = env_size("PGS_FAIRRING_FAST_BYTES", 256 << 10);
+  const std::size_t fast = env_size("PGS_FAIRRING_FAST_BYTES", 1 << 20);
   // Unset, the split is at 8 KiB on one node of two ranks and 4 KiB otherwise: both are boundaries.
   const std::size_t split = env_size("PGS_FAIRRING_SPLIT_BYTES", 4 << 10);
   const std::size_t pair_split = std::getenv("PGS_FAIRRING_SPLIT_BYTES") ? split : 8 << 10;

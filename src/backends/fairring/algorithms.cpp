@@ -15,7 +15,7 @@ bool bitwise(pg_op op) { return op == PG_BAND || op == PG_BOR || op == PG_BXOR; 
 
 constexpr AlgorithmInfo kAlgorithms[] = {
     {Algorithm::fast, "fast",
-     "inputs up to PGS_FAIRRING_FAST_BYTES: allreduce and barrier on any layout, reduce, broadcast, allgather "
+     "inputs and outputs up to PGS_FAIRRING_FAST_BYTES: allreduce and barrier on any layout, reduce, broadcast, allgather "
      "and reduce_scatter on one node",
      "CPU nodes of several ranks",
      "every rank publishes its input in its shared slot (inline with a cache-line flag when small) and reads "

@@ -35,6 +35,14 @@ std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
   }
 }
 
+// The larger of a rank's input and output for `a` on `ranks` ranks: the fast
+// path serves a call whose every buffer fits a slot. An allgather above that
+// took up to twice the hierarchical path's time on 2 ranks (docs/algorithms.md).
+std::size_t call_bytes(const CollArgs &a, int ranks) {
+  const std::size_t in = input_bytes(a, a.root, ranks);
+  return a.coll == Coll::allgather ? in * static_cast<std::size_t>(ranks) : in;
+}
+
 }  // namespace
 
 // One operation, as a sequence of stages (docs/algorithms.md, "The fast
@@ -243,16 +251,34 @@ class FastPath::Op final : public Request {
       if (!input_shared()) {  // every block but this rank's own into its slot
         const auto [lo, len] = block(p_.local_);
         const std::size_t size = dtype_size(a_.dtype);
-        char *slot = input(p_.local_, n);
-        std::memcpy(slot, a_.send, lo * size);
-        std::memcpy(slot + (lo + len) * size, static_cast<const char *>(a_.send) + (lo + len) * size,
-                    n - (lo + len) * size);
+        publish_but(lo * size, len * size);
       }
+    } else if (copy && reads_own_block()) {
+      publish_but(static_cast<std::size_t>(p_.local_) * bytes_, bytes_);
     } else if (copy) {
       const void *from = a_.coll == Coll::broadcast ? a_.recv : a_.send;
       std::memcpy(input(p_.local_, n), from, n);
     }
     p_.parts_[static_cast<std::size_t>(p_.local_)].flags[t_ % 2].seq.store(t_, std::memory_order_release);
+  }
+
+  // This rank's input of n bytes into its slot but for [at, at + len), which
+  // no peer reads.
+  void publish_but(std::size_t at, std::size_t len) {
+    const std::size_t n = input_bytes(a_, p_.local_, p_.local_size_);
+    const char *from = static_cast<const char *>(a_.send);
+    char *slot = input(p_.local_, n);
+    std::memcpy(slot, from, at);
+    std::memcpy(slot + at + len, from + at + len, n - at - len);
+  }
+
+  // Whether this rank reads its own block of a reduce_scatter's input from
+  // its buffer, and publishes only its peers' blocks ((L - 1)/L of its input
+  // on L ranks: half on 2). In place, a rank after the first two would overwrite
+  // that block (its result) with the first two's sum before adding it: it
+  // publishes its whole input, and reads its block there.
+  bool reads_own_block() const {
+    return a_.coll == Coll::reduce_scatter && !(a_.in_place && p_.local_ >= 2);
   }
 
   // Element `offset` (in bytes) of every local rank's input, reduced in local
@@ -261,7 +287,8 @@ class FastPath::Op final : public Request {
     const std::size_t n = input_bytes(a_, 0, p_.local_size_);
     const pg_op op = combining_op(a_.op);
     auto source = [&](int q) -> const char * {
-      if (leader_mode() && q == 0) return static_cast<const char *>(a_.send) + offset;
+      if ((leader_mode() && q == 0) || (q == p_.local_ && reads_own_block()))
+        return static_cast<const char *>(a_.send) + offset;
       return input(q, n) + offset;
     };
     if (p_.local_size_ == 1) {  // a node of one rank (irregular layouts)
@@ -299,7 +326,7 @@ class FastPath::Op final : public Request {
   // reduces in its slot, where its own block of its input is not published.
   char *block_home() const {
     const std::size_t at = block(p_.local_).first * dtype_size(a_.dtype);
-    if (!p_.reduce_in_buffer_ || (a_.recv == a_.send && p_.local_ >= 2)) return input(p_.local_, bytes_) + at;
+    if (!p_.reduce_in_buffer_ || (a_.in_place && p_.local_ >= 2)) return input(p_.local_, bytes_) + at;
     return static_cast<char *>(a_.recv) + at;
   }
 
@@ -499,7 +526,7 @@ bool FastPath::fits(const CollArgs &a) const {
       break;
     default: return false;
   }
-  return input_bytes(a, a.root, local_size_) <= slot_bytes_;
+  return call_bytes(a, local_size_) <= slot_bytes_;
 }
 
 pg_status FastPath::run(const CollArgs &a) {

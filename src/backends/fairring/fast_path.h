@@ -45,7 +45,7 @@ namespace pg::fairring {
 class FastPath {
  public:
   struct Config {
-    std::size_t slot_bytes = 0;   // the largest input one rank publishes in a slot (PGS_FAIRRING_FAST_BYTES)
+    std::size_t slot_bytes = 0;   // the largest input or output of a call on the path (PGS_FAIRRING_FAST_BYTES)
     std::size_t split_bytes = 0;  // allreduces from this size up are split (PGS_FAIRRING_SPLIT_BYTES)
     int tree_ranks = 0;           // nodes of this many ranks or more use the tree below it (PGS_FAIRRING_TREE_RANKS)
     int nodes = 1, size = 1;      // the strategy's nodes and ranks
@@ -81,8 +81,8 @@ class FastPath {
   std::size_t cycle_bytes() const { return cycle_bytes_; }
   // Whether small allreduces and barriers go up the tree on this node.
   bool tree() const { return tree_; }
-  // Whether the path serves `a`: a collective it has, an input that fits a
-  // slot, and across nodes only allreduce and barrier.
+  // Whether the path serves `a`: a collective it has, whose input and output
+  // each fit a slot, and across nodes only allreduce and barrier.
   bool fits(const CollArgs &a) const;
   // Starts `a` (which fits); the request finishes when this rank's result is
   // in place and no peer reads its buffers.

@@ -59,8 +59,9 @@ const params::Param<Settings> kRows[] = {
      },
      [](const Settings &s) { return std::string(s.algorithm ? info(*s.algorithm).name : "auto"); }},
     // Two slots of this size per rank (the fast path's shared memory).
-    {"PGS_FAIRRING_FAST_BYTES", "256K",
-     "inputs up to this take the fast path on CPU nodes of several ranks; 0 turns it off",
+    {"PGS_FAIRRING_FAST_BYTES", "1M",
+     "calls whose input and output are each up to this take the fast path on CPU nodes of several ranks; 0 turns "
+     "it off",
      [](const char *n, const char *v, Settings *s) {
        return params::parse_size(n, v, 0, Settings::kMaxFastBytes, &s->fast_bytes);
      },
