@@ -34,7 +34,8 @@ struct Handoff {
 // that, settings.pull and settings.reduce decide (PGS_FAIRRING_PULL,
 // PGS_FAIRRING_REDUCE), and what they leave to the machine is timed: the
 // node's ranks run a 128 KiB allreduce on a fast path of their own each way
-// in turns, and the way with the lowest median is kept (untimed, reduced in
+// in turns, and the way with the lowest median is kept, or the first way
+// where that is within 5 % of the lowest (untimed, reduced in
 // the buffer and pulled with memcpy, where the host's ranks outnumber its
 // CPUs, or where the strategy has no shared-memory path: `shares` false).
 // `l1d`: the L1 data cache (the fast path's places). Collective over node_comm.
