@@ -172,6 +172,21 @@ int main(void) {
   PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
   PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
   PG_TEST_TRUE(strstr(text, "blocks reduced in the slot, pulled with memcpy") != NULL, "describe: %s", text);
+  /* On one node of two ranks where allreduces split is timed as well (the
+   * way being set does not stop that), unless the ranks wait for cores. */
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (world == 2) {
+    const int waits = strstr(text, "wait=yield") != NULL;
+    const char *why = strstr(text, waits ? "allreduces split from 8 KiB (one node of two ranks: a split reads"
+                                         : "(one node of two ranks: a 4 KiB allreduce split took ");
+    PG_TEST_TRUE(why != NULL, "describe says why allreduces split where they do: %s", text);
+    if (why && !waits)  /* 4 KiB where the split was faster, else 8 KiB, saying so */
+      PG_TEST_TRUE(strstr(text, "allreduces split from 4 KiB (one node of two ranks") != NULL ||
+                       (strstr(text, "allreduces split from 8 KiB (one node of two ranks") != NULL &&
+                        strstr(why, "timed here, not 5 % less)") != NULL),
+                   "describe: %s", text);
+  }
   pg_strategy_destroy(s);
   unsetenv("PGS_FAIRRING_REDUCE");
   unsetenv("PGS_FAIRRING_PULL");

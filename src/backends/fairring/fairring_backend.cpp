@@ -53,9 +53,10 @@ class FairringBackend final : public Backend {
       PG_CHECK(agreed_caches(c.comm, &caches_));
       // Timed only where a shared-memory path will run: the fast path, or the hierarchical one (regular layouts).
       const bool shares = given.fast_bytes > 0 || !irregular;
-      PG_CHECK(choose_handoff(c.node_comm, given, shares, caches_.l1d, caches_.l2_per_core, &handoff_));
+      PG_CHECK(choose_handoff(c.node_comm, given, c.node_count, shares, caches_.l1d, caches_.l2_per_core, &handoff_));
     }
     settings_ = given.for_device(cuda, caches_.l2_per_core, c.local_size, c.node_count);
+    if (handoff_.split_bytes > 0) settings_.split_bytes = handoff_.split_bytes;
     learn_shape(c, args.layout);
     const std::vector<int> &failing = settings_.fail_across;
     fails_across_ = std::find(failing.begin(), failing.end(), c.rank) != failing.end();
@@ -203,7 +204,9 @@ class FairringBackend final : public Backend {
  private:
   // Why the fast path splits allreduces from where it does.
   std::string split_reason() const {
-    return split_given_ ? "PGS_FAIRRING_SPLIT_BYTES" : Settings::split_reason(shape_.local_size, shape_.nodes);
+    if (split_given_) return "PGS_FAIRRING_SPLIT_BYTES";
+    if (!handoff_.split_why.empty()) return handoff_.split_why;
+    return Settings::split_reason(shape_.local_size, shape_.nodes);
   }
 
   // Why the slices are as large as they are (Settings::cpu_slice_bytes).

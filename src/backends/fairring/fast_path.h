@@ -96,6 +96,8 @@ class FastPath {
     reduce_in_buffer_ = reduce_in_buffer;
     pages_up_to_ = pages_up_to;
   }
+  // The same for where allreduces split (Config::split_bytes): the handoff's probe times both.
+  void set_split_bytes(std::size_t bytes) { split_bytes_ = bytes; }
 
  private:
   class Op;

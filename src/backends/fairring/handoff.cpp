@@ -46,44 +46,44 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Every way's median time for kCalls allreduces of kProbeBytes on the node
-// (the slowest rank's time in each round), on a fast path of its own.
-pg_status time_ways(MPI_Comm node_comm, const std::vector<Way> &ways, std::size_t l1d, std::size_t up_to,
-                    std::vector<double> *medians) {
-  FastPath::Config config;
-  config.slot_bytes = kProbeBytes;
-  config.split_bytes = 0;  // always split: the probe is of split allreduces
-  MPI_Comm_size(node_comm, &config.size);
-  MPI_Comm_rank(node_comm, &config.rank);
-  config.cycle_bytes = l1d;
-  std::unique_ptr<FastPath> path;
-  PG_CHECK(FastPath::create(node_comm, config, nullptr, &path));
-  const std::size_t count = kProbeBytes / sizeof(float), n = ways.size();
-  std::vector<float> send(count, 1.0f), recv(count);
-  const CollArgs a = CollArgs::reduction(Coll::allreduce, send.data(), recv.data(), count, PG_FLOAT32, PG_SUM);
+// The median over kRounds rounds (after one to warm up) of the node's
+// slowest rank's time for kCalls runs of `a` on `path`, for each of
+// `variants`, in turns (each round starts with the next); `use(v)` sets
+// variant v on the path before its turn.
+template <class Use>
+pg_status time_turns(MPI_Comm node_comm, FastPath &path, const CollArgs &a, std::size_t variants, Use use,
+                     std::vector<double> *medians) {
+  const std::size_t n = variants;
   std::vector<double> took(static_cast<std::size_t>(kRounds) * n);
   for (int round = -1; round < kRounds; ++round)
     for (std::size_t turn = 0; turn < n; ++turn) {
-      const std::size_t w = (turn + static_cast<std::size_t>(round + 1)) % n;  // each round starts with the next way
-      path->set_handoff(ways[w].reduce_in_buffer, ways[w].pages ? up_to : 0);
+      const std::size_t v = (turn + static_cast<std::size_t>(round + 1)) % n;
+      use(v);
       const auto start = std::chrono::steady_clock::now();
-      for (int call = 0; call < kCalls; ++call) PG_CHECK(path->run(a));
+      for (int call = 0; call < kCalls; ++call) PG_CHECK(path.run(a));
       const std::chrono::duration<double> t = std::chrono::steady_clock::now() - start;
-      if (round >= 0) took[static_cast<std::size_t>(round) * n + w] = t.count();
+      if (round >= 0) took[static_cast<std::size_t>(round) * n + v] = t.count();
     }
   PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, took.data(), static_cast<int>(took.size()), MPI_DOUBLE, MPI_MAX, node_comm));
   medians->assign(n, 0);
-  for (std::size_t w = 0; w < n; ++w) {
+  for (std::size_t v = 0; v < n; ++v) {
     std::vector<double> each;
-    for (int round = 0; round < kRounds; ++round) each.push_back(took[static_cast<std::size_t>(round) * n + w]);
-    (*medians)[w] = median(each);
+    for (int round = 0; round < kRounds; ++round) each.push_back(took[static_cast<std::size_t>(round) * n + v]);
+    (*medians)[v] = median(each);
   }
   return PG_OK;
 }
 
+// A float32 allreduce of `bytes` from buffers of this probe's own.
+struct ProbeCall {
+  explicit ProbeCall(std::size_t bytes) : send(bytes / sizeof(float), 1.0f), recv(send.size()) {}
+  CollArgs args() { return CollArgs::reduction(Coll::allreduce, send.data(), recv.data(), send.size(), PG_FLOAT32, PG_SUM); }
+  std::vector<float> send, recv;
+};
+
 }  // namespace
 
-pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, bool shares, std::size_t l1d,
+pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, int nodes, bool shares, std::size_t l1d,
                          std::size_t l2_per_core, Handoff *out) {
   int local_size = 1;
   MPI_Comm_size(node_comm, &local_size);
@@ -105,13 +105,11 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, bool shar
       if ((settings.reduce == Reduce::measure || in_buffer == (settings.reduce == Reduce::buffer)) &&
           (pages ? pages_allowed : memcpy_allowed))
         ways.push_back({in_buffer, pages});
-  std::string why;
+  std::string why;  // why nothing is timed
   if (local_size < 2) {
     why = "a node of one rank";
   } else if (!shares) {
     why = "no shared-memory path on this layout";
-  } else if (ways.size() == 1) {
-    why = "the only way PGS_FAIRRING_REDUCE and PGS_FAIRRING_PULL leave";
   } else {
     topology::HostShare share;  // ranks that wait for a core time the scheduler, not the copies
     PG_CHECK(topology::host_share(node_comm, &share));
@@ -119,10 +117,26 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, bool shar
       why = "not timed: " + std::to_string(share.ranks) + " ranks share " + std::to_string(share.cpus) +
             " CPUs of this host";
   }
+  const bool time_split = why.empty() && local_size == 2 && nodes == 1 && settings.fast_bytes > 0 &&
+                          !settings.split_bytes;
+  if (why.empty() && ways.size() == 1) why = "the only way PGS_FAIRRING_REDUCE and PGS_FAIRRING_PULL leave";
+  std::unique_ptr<FastPath> path;  // the probe's own
+  if (why.empty() || time_split) {
+    FastPath::Config config;
+    config.slot_bytes = kProbeBytes;
+    MPI_Comm_size(node_comm, &config.size);
+    MPI_Comm_rank(node_comm, &config.rank);
+    config.cycle_bytes = l1d;
+    PG_CHECK(FastPath::create(node_comm, config, nullptr, &path));
+  }
   std::size_t chosen = 0;
   if (why.empty()) {
+    ProbeCall call(kProbeBytes);
     std::vector<double> medians;
-    PG_CHECK(time_ways(node_comm, ways, l1d, up_to, &medians));
+    path->set_split_bytes(0);  // the probe is of split allreduces
+    PG_CHECK(time_turns(node_comm, *path, call.args(), ways.size(), [&](std::size_t w) {
+      path->set_handoff(ways[w].reduce_in_buffer, ways[w].pages ? up_to : 0);
+    }, &medians));
     const std::size_t fastest =
         static_cast<std::size_t>(std::min_element(medians.begin(), medians.end()) - medians.begin());
     chosen = medians[0] <= kMargin * medians[fastest] ? 0 : fastest;
@@ -142,6 +156,23 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, bool shar
   out->reduce_in_buffer = ways[chosen].reduce_in_buffer;
   out->pages_up_to = ways[chosen].pages ? up_to : 0;
   out->why = describe_way(ways[chosen], up_to, l2_per_core) + ": " + why;
+  if (time_split) {
+    // Whole, as Settings::split_bytes_for has it untimed, against split, with the way chosen.
+    const std::size_t sizes[2] = {Settings::kPairSplitBytes, Settings::kSplitBytes};
+    ProbeCall call(Settings::kSplitBytes);
+    std::vector<double> medians;
+    path->set_handoff(out->reduce_in_buffer, out->pages_up_to);
+    PG_CHECK(time_turns(node_comm, *path, call.args(), 2, [&](std::size_t v) { path->set_split_bytes(sizes[v]); },
+                        &medians));
+    const bool split = medians[0] > kMargin * medians[1];
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "one node of two ranks: a %s allreduce split took %.2f of its time whole, timed here%s",
+                  text::format_bytes(Settings::kSplitBytes).c_str(), medians[1] / medians[0],
+                  split ? "" : ", not 5 % less");
+    out->split_bytes = sizes[split ? 1 : 0];
+    out->split_why = text;
+  }
   return PG_OK;
 }
 

@@ -24,6 +24,13 @@ struct Handoff {
   // time (pull_pages); 0: all with memcpy.
   std::size_t pages_up_to = 0;
   std::string why;  // for pg_strategy_describe
+  // On one node of two ranks a split reads as much from the peer as the
+  // whole, for one more round of flags: where allreduces split from is timed
+  // too, 4 KiB where a split 4 KiB allreduce is 5 % faster than a whole one,
+  // else 8 KiB (Settings::split_bytes_for); 0 where that is not timed (other
+  // layouts, PGS_FAIRRING_SPLIT_BYTES given, nothing timed).
+  std::size_t split_bytes = 0;
+  std::string split_why;  // for pg_strategy_describe
 };
 
 // The node's handoff, the same on every rank of it. By pages only where the
@@ -38,8 +45,9 @@ struct Handoff {
 // where that is within 5 % of the lowest (untimed, reduced in
 // the buffer and pulled with memcpy, where the host's ranks outnumber its
 // CPUs, or where the strategy has no shared-memory path: `shares` false).
-// `l1d`: the L1 data cache (the fast path's places). Collective over node_comm.
-pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, bool shares, std::size_t l1d,
+// `l1d`: the L1 data cache (the fast path's places); `nodes`: the strategy's.
+// Collective over node_comm.
+pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, int nodes, bool shares, std::size_t l1d,
                          std::size_t l2_per_core, Handoff *out);
 
 }  // namespace pg::fairring

@@ -66,7 +66,7 @@ const params::Param<Settings> kRows[] = {
        return params::parse_size(n, v, 0, Settings::kMaxFastBytes, &s->fast_bytes);
      },
      [](const Settings &s) { return std::to_string(s.fast_bytes); }},
-    {"PGS_FAIRRING_SPLIT_BYTES", "8K on one node of two ranks, 4K otherwise",
+    {"PGS_FAIRRING_SPLIT_BYTES", "4K; on one node of two ranks 4K or 8K, as timed (8K untimed)",
      "fast-path allreduces from this size up: each rank reduces one block (across nodes: over its rail), then all "
      "copy the blocks",
      [](const char *n, const char *v, Settings *s) { return parse_given_size(n, v, &s->split_bytes); },

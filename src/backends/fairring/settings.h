@@ -43,8 +43,10 @@ class Settings final : public BackendSettings {
   // `local_size` ranks. Split, each of L ranks reads 2(L-1)/L of the data
   // from its peers instead of (L-1) times it, for one more round of flags: on
   // one node of two ranks that reads as much as the whole (half the input,
-  // then half the result) and pays only from 8 KiB (4 KiB unsplit took
-  // 0.88-0.92 of the split's time on the Intel Xeon of docs/performance.md);
+  // then half the result) and paid only from 8 KiB on the Intel Xeon of
+  // docs/performance.md (4 KiB unsplit took 0.88-0.92 of the split's time)
+  // but from 4 KiB on its AMD EPYC: 8 KiB is where nothing is timed, and the
+  // handoff's probe (handoff.h) times 4 KiB there;
   // on larger nodes, and across nodes, where a split also sends every rank's
   // block over its own rail instead of the node's whole input over the
   // leaders', from 4 KiB.
