@@ -186,10 +186,23 @@ int main(void) {
                        (strstr(text, "allreduces split from 8 KiB (one node of two ranks") != NULL &&
                         strstr(why, "timed here, not 5 % less)") != NULL),
                    "describe: %s", text);
+    /* Where the fast path stops: timed the same way (1 MiB or 256 KiB, and why). */
+    PG_TEST_TRUE(waits ? strstr(text, "fast path up to 256 KiB (not timed: the default)") != NULL
+                       : (strstr(text, "fast path up to 1 MiB (a 512 KiB allreduce took ") != NULL ||
+                          strstr(text, "fast path up to 256 KiB (a 512 KiB allreduce took ") != NULL),
+                 "describe says where the fast path stops and why: %s", text);
   }
   pg_strategy_destroy(s);
   unsetenv("PGS_FAIRRING_REDUCE");
   unsetenv("PGS_FAIRRING_PULL");
+  if (world >= 2) { /* as given, nothing timed */
+    setenv("PGS_FAIRRING_FAST_BYTES", "64K", 1);
+    PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
+    PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+    PG_TEST_TRUE(strstr(text, "fast path up to 64 KiB (PGS_FAIRRING_FAST_BYTES)") != NULL, "describe: %s", text);
+    pg_strategy_destroy(s);
+    unsetenv("PGS_FAIRRING_FAST_BYTES");
+  }
 
   /* What a rank's strategy knows, key by key; an unknown key lists them. */
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);

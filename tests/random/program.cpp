@@ -87,6 +87,8 @@ Sizes Sizes::from_environment(std::size_t max_bytes, int ranks) {
   // The mpi backend's chunks, in every element size.
   if (chunk > 0)
     for (std::size_t es : {1, 2, 4, 8}) b.push_back(chunk * es), b.push_back(2 * chunk * es + es);
+  // Unset, the fast path ends at 1 MiB or 256 KiB, as the strategy times it: both are boundaries.
+  if (!std::getenv("PGS_FAIRRING_FAST_BYTES")) b.push_back(256 << 10);
   for (std::size_t x : b)
     if (x > 0 && x <= max_bytes) sizes.boundaries.push_back(x);
   std::sort(sizes.boundaries.begin(), sizes.boundaries.end());

@@ -162,7 +162,7 @@ TEST(Params, FairringDefaultsByDevice) {
   EXPECT_EQ(unset.for_device(true).slice_bytes, std::size_t(4) << 20);
   EXPECT_EQ(unset.for_device(true).min_bytes, std::size_t(8) << 20);
   EXPECT_EQ(unset.schedule(), "PGS_FAIRRING_SLICE_BYTES=default PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=default "
-            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=1048576 PGS_FAIRRING_SPLIT_BYTES=default "
+            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=default PGS_FAIRRING_SPLIT_BYTES=default "
             "PGS_FAIRRING_TREE_RANKS=32");
   setenv("PGS_FAIRRING_SLICE_BYTES", "1K", 1);
   setenv("PGS_FAIRRING_MIN_BYTES", "0", 1);
@@ -173,7 +173,7 @@ TEST(Params, FairringDefaultsByDevice) {
     EXPECT_EQ(set.for_device(cuda).min_bytes, 0u);
   }
   EXPECT_EQ(set.schedule(), "PGS_FAIRRING_SLICE_BYTES=1024 PGS_FAIRRING_INFLIGHT=4 PGS_FAIRRING_MIN_BYTES=0 "
-                            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=1048576 PGS_FAIRRING_SPLIT_BYTES=default "
+                            "PGS_FAIRRING_ALGO=auto PGS_FAIRRING_FAST_BYTES=default PGS_FAIRRING_SPLIT_BYTES=default "
                             "PGS_FAIRRING_TREE_RANKS=32");
   unsetenv("PGS_FAIRRING_SLICE_BYTES");
   unsetenv("PGS_FAIRRING_MIN_BYTES");

@@ -118,12 +118,12 @@ pg_status check_forced(const Situation &s, std::optional<Algorithm> forced) {
 std::string describe_rule(const Situation &s, std::optional<Algorithm> forced) {
   const Algorithm big = choose(s, large_allreduce(), forced);
   if (forced) return std::string("allreduce: ") + info(big).name + " at every size (PGS_FAIRRING_ALGO)";
-  const std::string small = s.fast ? "fast up to " + text::format_bytes(s.fast->slot_bytes()) + ", " : "";
+  const std::string small = s.fast ? "fast up to " + text::format_bytes(s.fast->limit()) + ", " : "";
   if (big == Algorithm::flat)
     return "allreduce: " + small + "flat " + (s.fast ? "above" : "at every size") + " (hierarchical needs " +
            info(Algorithm::hierarchical).needs + ")";
   // Every allreduce the fast path takes never reaches the flat threshold.
-  if (s.fast && s.fast->slot_bytes() >= s.min_bytes) return "allreduce: " + small + info(big).name + " above";
+  if (s.fast && s.fast->limit() >= s.min_bytes) return "allreduce: " + small + info(big).name + " above";
   return "allreduce: " + small + "flat below " + text::format_bytes(s.min_bytes) + ", " + info(big).name +
          " from there";
 }

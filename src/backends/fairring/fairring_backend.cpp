@@ -1,6 +1,7 @@
 #include "backends/fairring/fairring_backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "backends/fairring/algorithms.h"
@@ -8,6 +9,7 @@
 #include "backends/fairring/fairring_internal.h"
 #include "backends/fairring/fast_path.h"
 #include "backends/fairring/handoff.h"
+#include "backends/fairring/probe.h"
 #include "backends/fairring/schedule.h"
 #include "backends/fairring/settings.h"
 #include "backends/fairring/shm_transport.h"
@@ -49,10 +51,11 @@ class FairringBackend final : public Backend {
     const Settings &given = args.settings_of<Settings>("fairring");
     slice_given_ = given.slice_bytes.has_value();
     split_given_ = given.split_bytes.has_value();
+    fast_given_ = given.fast_bytes.has_value();
     if (!cuda) {
       PG_CHECK(agreed_caches(c.comm, &caches_));
       // Timed only where a shared-memory path will run: the fast path, or the hierarchical one (regular layouts).
-      const bool shares = given.fast_bytes > 0 || !irregular;
+      const bool shares = given.fast_path_on() || !irregular;
       PG_CHECK(choose_handoff(c.node_comm, given, c.node_count, shares, caches_.l1d, caches_.l2_per_core, &handoff_));
     }
     settings_ = given.for_device(cuda, caches_.l2_per_core, c.local_size, c.node_count);
@@ -63,6 +66,11 @@ class FairringBackend final : public Backend {
     // Shared memory inside nodes of several ranks (CPU); NCCL inside the node
     // with MPI across several nodes (CUDA). Regular layouts only.
     const bool transport = !irregular && (cuda ? shape_.nodes > 1 : shape_.local_size > 1);
+    // PGS_FAIRRING_FAST_BYTES unset: timed where both paths run and every
+    // rank has a CPU (choose_fast_limit; the same on every rank).
+    int time_fast = !cuda && !given.fast_bytes && !given.algorithm && transport && handoff_.timed;
+    PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &time_fast, 1, MPI_INT, MPI_LAND, c.comm));
+    if (!settings_.fast_bytes) settings_.fast_bytes = time_fast ? Settings::kTimedFastBytes : Settings::kFastBytes;
     situation_ = {cuda, irregular, transport, c.size, *settings_.min_bytes};
     situation_.nodes = c.node_count;
     situation_.local_size = c.local_size;
@@ -81,11 +89,11 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_instance(host_default, c.node_comm, topology::single_node_layout(c.node_comm), host, &node_));
     PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host, &rail_));
     // Every rank makes it or none does: on irregular layouts nodes of one rank too.
-    if (!cuda && settings_.fast_bytes > 0 && (irregular || shape_.local_size > 1)) {
+    if (!cuda && *settings_.fast_bytes > 0 && (irregular || shape_.local_size > 1)) {
       // Its own instance on the rail, so its MPI calls never interleave with the schedule's.
       PG_CHECK(make_instance(host_default, c.rail_comm, topology::one_rank_per_node_layout(c.rail_comm), host,
                              &fast_rail_));
-      FastPath::Config config{settings_.fast_bytes, *settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
+      FastPath::Config config{*settings_.fast_bytes, *settings_.split_bytes, settings_.tree_ranks, shape_.nodes,
                               c.size, c.rank, !irregular, fails_across_, caches_.l1d, handoff_.reduce_in_buffer,
                               handoff_.pages_up_to,
                               args.env.memory};
@@ -106,6 +114,7 @@ class FairringBackend final : public Backend {
       PG_CHECK(make_cuda_transport(c, args.env, *settings_.slice_bytes, settings_.inflight, &transport_));
     if (transport_) schedule_ = std::make_unique<Schedule>(*transport_, *rail_->backend, settings_.inflight);
     memory_ = args.env.memory;
+    if (time_fast && fast_) PG_CHECK(choose_fast_limit(c.comm));
     return PG_OK;
   }
 
@@ -185,7 +194,8 @@ class FairringBackend final : public Backend {
       d += nodes + " x " + std::to_string(shape_.local_size) + " ranks per node, " +
            std::to_string(shape_.local_size) + " rails of " + std::to_string(shape_.nodes);
     if (fast_)
-      d += ", fast path of " + text::format_bytes(fast_->footprint()) + " per rank (its places round " +
+      d += ", fast path up to " + text::format_bytes(fast_->limit()) + " (" + fast_reason() + "), " +
+           text::format_bytes(fast_->footprint()) + " per rank (its places round " +
            text::format_bytes(fast_->cycle_bytes()) + " of a slot: " +
            (caches_.l1d ? "the L1 data cache hwloc reports" : "hwloc reports no L1 data cache, a common size") +
            "; split allreduces read pg_mem_alloc inputs in place where a rank's block outgrows that)";
@@ -202,6 +212,29 @@ class FairringBackend final : public Backend {
   }
 
  private:
+  // Where the fast path stops, timed (Settings::fast_bytes): a 512 KiB
+  // allreduce on it and on the hierarchical path, and the faster keeps it.
+  pg_status choose_fast_limit(MPI_Comm comm) {
+    ProbeAllreduce call(std::size_t(512) << 10);
+    const CollArgs a = call.args().placed(shape_.rank);
+    std::vector<double> medians;
+    PG_CHECK(time_turns(comm, 2, [&](std::size_t way) { return way == 0 ? fast_->run(a) : hierarchical(a)->wait(); },
+                        &medians));
+    fast_->set_limit(medians[0] < medians[1] ? Settings::kTimedFastBytes : Settings::kFastBytes);
+    char why[128];
+    std::snprintf(why, sizeof why, "a 512 KiB allreduce took %.2f of the hierarchical path's time on it, timed here",
+                  medians[0] / medians[1]);
+    fast_why_ = why;
+    return PG_OK;
+  }
+
+  // Why the fast path stops where it does.
+  std::string fast_reason() const {
+    if (fast_given_) return "PGS_FAIRRING_FAST_BYTES";
+    if (!fast_why_.empty()) return fast_why_;
+    return "not timed: the default";
+  }
+
   // Why the fast path splits allreduces from where it does.
   std::string split_reason() const {
     if (split_given_) return "PGS_FAIRRING_SPLIT_BYTES";
@@ -251,6 +284,8 @@ class FairringBackend final : public Backend {
   Settings settings_;
   bool slice_given_ = false;      // PGS_FAIRRING_SLICE_BYTES was set
   bool split_given_ = false;      // PGS_FAIRRING_SPLIT_BYTES was set
+  bool fast_given_ = false;       // PGS_FAIRRING_FAST_BYTES was set
+  std::string fast_why_;          // where the fast path stops, as timed (choose_fast_limit)
   Caches caches_;  // the caches the places and slices were cut for (CPU; agreed over the ranks)
   Handoff handoff_;  // where blocks and shards are reduced and how peers copy them (CPU; agreed over the node)
   bool fails_across_ = false;  // testing: this rank's steps across nodes fail (PGS_FAIRRING_FAULT)

@@ -36,7 +36,7 @@ std::size_t input_bytes(const CollArgs &a, int rank, int ranks) {
 }
 
 // The larger of a rank's input and output for `a` on `ranks` ranks: the fast
-// path serves a call whose every buffer fits a slot. An allgather above that
+// path serves a call whose every buffer is within its limit. An allgather above that
 // took up to twice the hierarchical path's time on 2 ranks (docs/algorithms.md).
 std::size_t call_bytes(const CollArgs &a, int ranks) {
   const std::size_t in = input_bytes(a, a.root, ranks);
@@ -484,7 +484,7 @@ pg_status FastPath::create(MPI_Comm node_comm, const Config &config, Backend *ra
   f->rail_ = rail;
   f->memory_ = config.memory;
   f->rails_ = rail && config.regular;
-  f->slot_bytes_ = round_up(config.slot_bytes, 64);
+  f->slot_bytes_ = f->limit_ = round_up(config.slot_bytes, 64);
   f->split_bytes_ = config.split_bytes;
   f->cycle_bytes_ = config.cycle_bytes > 0 ? config.cycle_bytes : kCycleBytes;
   f->set_handoff(config.reduce_in_buffer, config.pages_up_to);
@@ -526,7 +526,7 @@ bool FastPath::fits(const CollArgs &a) const {
       break;
     default: return false;
   }
-  return call_bytes(a, local_size_) <= slot_bytes_;
+  return call_bytes(a, local_size_) <= limit_;
 }
 
 pg_status FastPath::run(const CollArgs &a) {

@@ -32,6 +32,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -74,15 +75,14 @@ class FastPath {
   FastPath(const FastPath &) = delete;
   FastPath &operator=(const FastPath &) = delete;
 
-  // Bytes of shared memory this rank's part takes, the largest input a slot
-  // holds, and how much of a slot its places span at least.
+  // Bytes of shared memory this rank's part takes, and how much of a slot
+  // its places span at least.
   std::size_t footprint() const;
-  std::size_t slot_bytes() const { return slot_bytes_; }
   std::size_t cycle_bytes() const { return cycle_bytes_; }
   // Whether small allreduces and barriers go up the tree on this node.
   bool tree() const { return tree_; }
   // Whether the path serves `a`: a collective it has, whose input and output
-  // each fit a slot, and across nodes only allreduce and barrier.
+  // are each at most limit(), and across nodes only allreduce and barrier.
   bool fits(const CollArgs &a) const;
   // Starts `a` (which fits); the request finishes when this rank's result is
   // in place and no peer reads its buffers.
@@ -98,6 +98,11 @@ class FastPath {
   }
   // The same for where allreduces split (Config::split_bytes): the handoff's probe times both.
   void set_split_bytes(std::size_t bytes) { split_bytes_ = bytes; }
+  // The largest input or output of a call the path serves: the slot's size
+  // unless set lower (the strategy's probe, for the calls from now on, the
+  // same on every rank).
+  std::size_t limit() const { return limit_; }
+  void set_limit(std::size_t bytes) { limit_ = std::min(bytes, slot_bytes_); }
 
  private:
   class Op;
@@ -131,7 +136,7 @@ class FastPath {
   int local_ = 0, local_size_ = 1, nodes_ = 1, size_ = 1;
   std::vector<int> rank_of_local_;  // the strategy rank of each local rank
   bool fail_across_ = false;
-  std::size_t slot_bytes_ = 0, split_bytes_ = 0, cycle_bytes_ = 0, pages_up_to_ = 0;
+  std::size_t slot_bytes_ = 0, limit_ = 0, split_bytes_ = 0, cycle_bytes_ = 0, pages_up_to_ = 0;
   bool reduce_in_buffer_ = true;
   bool tree_ = false;  // small allreduces and barriers go up a tree (a node of PGS_FAIRRING_TREE_RANKS or more)
   std::vector<Part> parts_;

@@ -1,12 +1,12 @@
 #include "backends/fairring/handoff.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <vector>
 
 #include "backends/fairring/fast_path.h"
+#include "backends/fairring/probe.h"
 #include "topology/machine.h"
 #include "util/copy.h"
 #include "util/status.h"
@@ -19,8 +19,6 @@ namespace {
 // pulls 64 KiB: a size where both choices changed the time on both CPUs of
 // docs/performance.md.
 constexpr std::size_t kProbeBytes = std::size_t(128) << 10;
-constexpr int kRounds = 7;  // of each way, after one to warm up; the median decides
-constexpr int kCalls = 4;   // allreduces per round and way
 // The first way timed (reduced in the buffer and pulled with memcpy, where
 // the settings leave it) is kept unless another is faster by more than this:
 // ways closer than the probe's run-to-run spread (up to a tenth on the AMD
@@ -40,46 +38,6 @@ std::string describe_way(const Way &way, std::size_t up_to, std::size_t l2_per_c
                           " (an input and a result fit a core's " + text::format_bytes(l2_per_core) + " of L2 cache)"
                     : ", pulled with memcpy");
 }
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
-// The median over kRounds rounds (after one to warm up) of the node's
-// slowest rank's time for kCalls runs of `a` on `path`, for each of
-// `variants`, in turns (each round starts with the next); `use(v)` sets
-// variant v on the path before its turn.
-template <class Use>
-pg_status time_turns(MPI_Comm node_comm, FastPath &path, const CollArgs &a, std::size_t variants, Use use,
-                     std::vector<double> *medians) {
-  const std::size_t n = variants;
-  std::vector<double> took(static_cast<std::size_t>(kRounds) * n);
-  for (int round = -1; round < kRounds; ++round)
-    for (std::size_t turn = 0; turn < n; ++turn) {
-      const std::size_t v = (turn + static_cast<std::size_t>(round + 1)) % n;
-      use(v);
-      const auto start = std::chrono::steady_clock::now();
-      for (int call = 0; call < kCalls; ++call) PG_CHECK(path.run(a));
-      const std::chrono::duration<double> t = std::chrono::steady_clock::now() - start;
-      if (round >= 0) took[static_cast<std::size_t>(round) * n + v] = t.count();
-    }
-  PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, took.data(), static_cast<int>(took.size()), MPI_DOUBLE, MPI_MAX, node_comm));
-  medians->assign(n, 0);
-  for (std::size_t v = 0; v < n; ++v) {
-    std::vector<double> each;
-    for (int round = 0; round < kRounds; ++round) each.push_back(took[static_cast<std::size_t>(round) * n + v]);
-    (*medians)[v] = median(each);
-  }
-  return PG_OK;
-}
-
-// A float32 allreduce of `bytes` from buffers of this probe's own.
-struct ProbeCall {
-  explicit ProbeCall(std::size_t bytes) : send(bytes / sizeof(float), 1.0f), recv(send.size()) {}
-  CollArgs args() { return CollArgs::reduction(Coll::allreduce, send.data(), recv.data(), send.size(), PG_FLOAT32, PG_SUM); }
-  std::vector<float> send, recv;
-};
 
 }  // namespace
 
@@ -117,7 +75,8 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, int nodes
       why = "not timed: " + std::to_string(share.ranks) + " ranks share " + std::to_string(share.cpus) +
             " CPUs of this host";
   }
-  const bool time_split = why.empty() && local_size == 2 && nodes == 1 && settings.fast_bytes > 0 &&
+  out->timed = why.empty();
+  const bool time_split = why.empty() && local_size == 2 && nodes == 1 && settings.fast_path_on() &&
                           !settings.split_bytes;
   if (why.empty() && ways.size() == 1) why = "the only way PGS_FAIRRING_REDUCE and PGS_FAIRRING_PULL leave";
   std::unique_ptr<FastPath> path;  // the probe's own
@@ -131,11 +90,12 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, int nodes
   }
   std::size_t chosen = 0;
   if (why.empty()) {
-    ProbeCall call(kProbeBytes);
+    ProbeAllreduce call(kProbeBytes);
     std::vector<double> medians;
     path->set_split_bytes(0);  // the probe is of split allreduces
-    PG_CHECK(time_turns(node_comm, *path, call.args(), ways.size(), [&](std::size_t w) {
+    PG_CHECK(time_turns(node_comm, ways.size(), [&](std::size_t w) {
       path->set_handoff(ways[w].reduce_in_buffer, ways[w].pages ? up_to : 0);
+      return path->run(call.args());
     }, &medians));
     const std::size_t fastest =
         static_cast<std::size_t>(std::min_element(medians.begin(), medians.end()) - medians.begin());
@@ -159,11 +119,13 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, int nodes
   if (time_split) {
     // Whole, as Settings::split_bytes_for has it untimed, against split, with the way chosen.
     const std::size_t sizes[2] = {Settings::kPairSplitBytes, Settings::kSplitBytes};
-    ProbeCall call(Settings::kSplitBytes);
+    ProbeAllreduce call(Settings::kSplitBytes);
     std::vector<double> medians;
     path->set_handoff(out->reduce_in_buffer, out->pages_up_to);
-    PG_CHECK(time_turns(node_comm, *path, call.args(), 2, [&](std::size_t v) { path->set_split_bytes(sizes[v]); },
-                        &medians));
+    PG_CHECK(time_turns(node_comm, 2, [&](std::size_t v) {
+      path->set_split_bytes(sizes[v]);
+      return path->run(call.args());
+    }, &medians));
     const bool split = medians[0] > kMargin * medians[1];
     char text[200];
     std::snprintf(text, sizeof text,

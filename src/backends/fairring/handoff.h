@@ -24,6 +24,9 @@ struct Handoff {
   // time (pull_pages); 0: all with memcpy.
   std::size_t pages_up_to = 0;
   std::string why;  // for pg_strategy_describe
+  // Whether the node's ranks could time anything: several ranks, a
+  // shared-memory path, a CPU each.
+  bool timed = false;
   // On one node of two ranks a split reads as much from the peer as the
   // whole, for one more round of flags: where allreduces split from is timed
   // too, 4 KiB where a split 4 KiB allreduce is 5 % faster than a whole one,

@@ -59,14 +59,17 @@ const params::Param<Settings> kRows[] = {
      },
      [](const Settings &s) { return std::string(s.algorithm ? info(*s.algorithm).name : "auto"); }},
     // Two slots of this size per rank (the fast path's shared memory).
-    {"PGS_FAIRRING_FAST_BYTES", "1M",
+    {"PGS_FAIRRING_FAST_BYTES", "1M or 256K, as timed when the strategy is made (256K where nothing is timed)",
      "calls whose input and output are each up to this take the fast path on CPU nodes of several ranks; 0 turns "
      "it off",
      [](const char *n, const char *v, Settings *s) {
-       return params::parse_size(n, v, 0, Settings::kMaxFastBytes, &s->fast_bytes);
+       std::size_t bytes = 0;
+       PG_CHECK(params::parse_size(n, v, 0, Settings::kMaxFastBytes, &bytes));
+       s->fast_bytes = bytes;
+       return PG_OK;
      },
-     [](const Settings &s) { return std::to_string(s.fast_bytes); }},
-    {"PGS_FAIRRING_SPLIT_BYTES", "4K; on one node of two ranks 4K or 8K, as timed (8K untimed)",
+     [](const Settings &s) { return size_or_default(s.fast_bytes); }},
+    {"PGS_FAIRRING_SPLIT_BYTES", "4K; on one node of two ranks 4K or 8K, as timed when the strategy is made (8K where nothing is timed)",
      "fast-path allreduces from this size up: each rank reduces one block (across nodes: over its rail), then all "
      "copy the blocks",
      [](const char *n, const char *v, Settings *s) { return parse_given_size(n, v, &s->split_bytes); },

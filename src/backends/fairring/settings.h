@@ -59,13 +59,20 @@ class Settings final : public BackendSettings {
   int inflight = 4;                        // PGS_FAIRRING_INFLIGHT
   std::optional<std::size_t> min_bytes;    // PGS_FAIRRING_MIN_BYTES
   std::optional<Algorithm> algorithm;      // PGS_FAIRRING_ALGO; unset (auto): the rule chooses
-  std::size_t fast_bytes = kFastBytes;     // PGS_FAIRRING_FAST_BYTES; 0: no fast path
-  // A split allreduce on the fast path moves the bytes the hierarchical path
-  // moves, with one round of flags instead of two a slice: on 2 ranks of the
-  // AMD EPYC of docs/performance.md 512 KiB-1 MiB took 0.89-0.95 of the
-  // hierarchical path's time, 2 MiB 0.97-1.0 (its pipeline then pays).
-  static constexpr std::size_t kFastBytes = std::size_t(1) << 20;
+  // PGS_FAIRRING_FAST_BYTES; 0: no fast path. Unset, it is timed where the
+  // fast and the hierarchical paths both run and every rank has a CPU (the
+  // strategy's probe, fairring_backend.cpp), else kFastBytes. A split
+  // allreduce on the fast path moves the bytes the hierarchical path moves,
+  // with one round of flags instead of two a slice; which is faster above
+  // kFastBytes depends on the CPU: 512 KiB took 1.18 / 1.08 times the
+  // hierarchical path's time on the Intel Xeon of docs/performance.md, and
+  // 0.93-0.95 of it (1 MiB 0.92-0.96, 2 MiB level) on its AMD EPYC. The
+  // probe times 512 KiB both ways and keeps the fast path up to
+  // kTimedFastBytes where it wins, else up to kFastBytes.
+  std::optional<std::size_t> fast_bytes;
+  static constexpr std::size_t kFastBytes = std::size_t(256) << 10, kTimedFastBytes = std::size_t(1) << 20;
   static constexpr std::size_t kMaxFastBytes = std::size_t(16) << 20;
+  bool fast_path_on() const { return !fast_bytes || *fast_bytes > 0; }
   std::optional<std::size_t> split_bytes;  // PGS_FAIRRING_SPLIT_BYTES
   static constexpr std::size_t kSplitBytes = std::size_t(4) << 10, kPairSplitBytes = std::size_t(8) << 10;
   int tree_ranks = kTreeRanks;             // PGS_FAIRRING_TREE_RANKS; 0: never
