@@ -66,10 +66,16 @@ class FairringBackend final : public Backend {
     // Shared memory inside nodes of several ranks (CPU); NCCL inside the node
     // with MPI across several nodes (CUDA). Regular layouts only.
     const bool transport = !irregular && (cuda ? shape_.nodes > 1 : shape_.local_size > 1);
-    // PGS_FAIRRING_FAST_BYTES unset: timed where both paths run and every
-    // rank has a CPU (choose_fast_limit; the same on every rank).
-    int time_fast = !cuda && !given.fast_bytes && !given.algorithm && transport && handoff_.timed;
-    PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &time_fast, 1, MPI_INT, MPI_LAND, c.comm));
+    // PGS_FAIRRING_FAST_BYTES unset: timed where both paths run, every rank
+    // has a CPU (virtual nodes share one host's), and no step across nodes is
+    // to fail on request (PGS_FAIRRING_FAULT). The same on every rank.
+    int time_fast = !cuda && !given.fast_bytes && !given.algorithm && failing.empty() && transport;
+    if (time_fast) {  // the same on every rank so far: the collective is too
+      topology::HostShare share;
+      PG_CHECK(topology::host_share(c.comm, &share));
+      time_fast = handoff_.timed && !share.oversubscribed();
+      PG_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &time_fast, 1, MPI_INT, MPI_LAND, c.comm));
+    }
     if (!settings_.fast_bytes) settings_.fast_bytes = time_fast ? Settings::kTimedFastBytes : Settings::kFastBytes;
     situation_ = {cuda, irregular, transport, c.size, *settings_.min_bytes};
     situation_.nodes = c.node_count;
