@@ -30,6 +30,19 @@ static void expect_bad_setting(const char *backend, const char *variable, const 
   if (other_needle) expect_message(other_needle);
 }
 
+/* With `variable` set to `value` (unset again after), a fairring strategy on
+ * the CPU describes itself with `needle` in its text. */
+static void expect_fairring_describes(const char *variable, const char *value, const char *needle) {
+  pg_strategy *s = NULL;
+  char text[4096];
+  setenv(variable, value, 1);
+  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
+  PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
+  PG_TEST_TRUE(strstr(text, needle) != NULL, "%s=%s: describe has no '%s': %s", variable, value, needle, text);
+  pg_strategy_destroy(s);
+  unsetenv(variable);
+}
+
 int main(void) {
   pg_test_watchdog("test_errors");
   pg_strategy *s = NULL, *bad = (pg_strategy *)0x1;
@@ -156,13 +169,8 @@ int main(void) {
   setenv("PGS_RANKS_PER_NODE", "1", 1);
   expect_bad_setting("fairring", "PGS_FAIRRING_ALGO", "hierarchical",
                      "PGS_FAIRRING_ALGO='hierarchical' cannot run here", "can use: auto, flat, leaders");
-  setenv("PGS_FAIRRING_ALGO", "leaders", 1);
-  PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
-  PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
-  PG_TEST_TRUE(strstr(text, "allreduce: leaders at every size (PGS_FAIRRING_ALGO)") != NULL, "describe: %s", text);
-  pg_strategy_destroy(s);
+  expect_fairring_describes("PGS_FAIRRING_ALGO", "leaders", "allreduce: leaders at every size (PGS_FAIRRING_ALGO)");
   unsetenv("PGS_RANKS_PER_NODE");
-  unsetenv("PGS_FAIRRING_ALGO");
 
   /* How blocks pass between cores, as set (nothing left to time), and a bad value. */
   expect_bad_setting("fairring", "PGS_FAIRRING_REDUCE", "register", "PGS_FAIRRING_REDUCE='register'",
@@ -195,14 +203,8 @@ int main(void) {
   pg_strategy_destroy(s);
   unsetenv("PGS_FAIRRING_REDUCE");
   unsetenv("PGS_FAIRRING_PULL");
-  if (world >= 2) { /* as given, nothing timed */
-    setenv("PGS_FAIRRING_FAST_BYTES", "64K", 1);
-    PG_TEST_STATUS(pg_strategy_create("cpu", "fairring", &s), PG_OK);
-    PG_TEST_STATUS(pg_strategy_describe(s, text, sizeof text), PG_OK);
-    PG_TEST_TRUE(strstr(text, "fast path up to 64 KiB (PGS_FAIRRING_FAST_BYTES)") != NULL, "describe: %s", text);
-    pg_strategy_destroy(s);
-    unsetenv("PGS_FAIRRING_FAST_BYTES");
-  }
+  if (world >= 2) /* as given, nothing timed */
+    expect_fairring_describes("PGS_FAIRRING_FAST_BYTES", "64K", "fast path up to 64 KiB (PGS_FAIRRING_FAST_BYTES)");
 
   /* What a rank's strategy knows, key by key; an unknown key lists them. */
   PG_TEST_STATUS(pg_strategy_create("cpu", NULL, &s), PG_OK);

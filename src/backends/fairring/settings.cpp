@@ -1,5 +1,7 @@
 #include "backends/fairring/settings.h"
 
+#include <cstdint>
+
 #include "util/status.h"
 #include "util/text.h"
 
@@ -10,10 +12,12 @@ std::string size_or_default(const std::optional<std::size_t> &bytes) {
   return bytes ? std::to_string(*bytes) : std::string("default");
 }
 
-// A size whose default depends on the device or the node (for_device), set.
-pg_status parse_given_size(const char *name, const char *value, std::optional<std::size_t> *out) {
+// A size whose default depends on the device or the node (for_device, or
+// timed when the strategy is made), set: at most `max`.
+pg_status parse_given_size(const char *name, const char *value, std::optional<std::size_t> *out,
+                           std::size_t max = SIZE_MAX) {
   std::size_t bytes = 0;
-  PG_CHECK(params::parse_size(name, value, &bytes));
+  PG_CHECK(params::parse_size(name, value, 0, max, &bytes));
   *out = bytes;
   return PG_OK;
 }
@@ -63,10 +67,7 @@ const params::Param<Settings> kRows[] = {
      "calls whose input and output are each up to this take the fast path on CPU nodes of several ranks; 0 turns "
      "it off",
      [](const char *n, const char *v, Settings *s) {
-       std::size_t bytes = 0;
-       PG_CHECK(params::parse_size(n, v, 0, Settings::kMaxFastBytes, &bytes));
-       s->fast_bytes = bytes;
-       return PG_OK;
+       return parse_given_size(n, v, &s->fast_bytes, Settings::kMaxFastBytes);
      },
      [](const Settings &s) { return size_or_default(s.fast_bytes); }},
     {"PGS_FAIRRING_SPLIT_BYTES", "4K; on one node of two ranks 4K or 8K, as timed when the strategy is made (8K where nothing is timed)",
