@@ -7,17 +7,22 @@
 // "NAME+trace" is the same backend with the flight recorder on: pg-bench takes
 // PGS_TRACE out of its environment at the start and gives it to these
 // strategies alone, so a traced and an untraced backend run side by side.
+// "NAME+VAR=VALUE" (any number of them) is the same backend made with VAR set
+// to VALUE while pg_strategy_create reads its settings: two settings of one
+// backend, measured size by size in one run (fairring,fairring+PGS_FAIRRING_REDUCE=slot),
+// so that the machine's slow moments fall on both alike.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "backend.h"
 #include "device.h"
 
 namespace pgbench {
 namespace {
-
-constexpr const char *kTraced = "+trace";
 
 // PGS_TRACE as pg-bench was started with it, taken out of the environment.
 const std::string &trace_dir() {
@@ -30,10 +35,56 @@ const std::string &trace_dir() {
   return dir;
 }
 
-bool traced(const std::string &name) {
-  const std::size_t n = std::strlen(kTraced);
-  return name.size() > n && name.compare(name.size() - n, n, kTraced) == 0;
+// What a backend's name in -B asks for: the library's backend, and what to
+// set while it is made.
+struct Variant {
+  std::string library;
+  bool trace = false;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+Variant parse_variant(const std::string &name) {
+  Variant v;
+  std::size_t at = name.find('+');
+  v.library = name.substr(0, at);
+  while (at != std::string::npos) {
+    const std::size_t next = name.find('+', at + 1);
+    const std::string part = name.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    const std::size_t eq = part.find('=');
+    if (part == "trace")
+      v.trace = true;
+    else if (eq != std::string::npos && eq > 0)
+      v.env.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+    else
+      throw Error("backend '" + name + "': '+" + part + "' is neither +trace nor +VAR=VALUE");
+    at = next;
+  }
+  return v;
 }
+
+// Sets each variable for the scope's life, then puts back what was there.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>> &vars) {
+    for (const auto &[var, value] : vars) {
+      const char *was = std::getenv(var.c_str());
+      saved_.emplace_back(var, was ? std::optional<std::string>(was) : std::nullopt);
+      setenv(var.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+      if (it->second)
+        setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        unsetenv(it->first.c_str());
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
 
 // The library's call for `c`, on `s`.
 pg_status run_collective(pg_strategy *s, const Call &c) {
@@ -60,8 +111,7 @@ pg_status run_collective(pg_strategy *s, const Call &c) {
 
 class PgBackend : public Backend {
  public:
-  explicit PgBackend(const std::string &name)
-      : Backend(name), library_name_(traced(name) ? name.substr(0, name.size() - std::strlen(kTraced)) : name) {}
+  explicit PgBackend(const std::string &name) : Backend(name), variant_(parse_variant(name)) {}
 
   std::string description() const override { return description_; }
 
@@ -69,12 +119,17 @@ class PgBackend : public Backend {
     cuda_ = info.cuda;
     mem_alloc_ = info.mem_alloc || cuda_;
     const char *device = cuda_ ? "cuda" : "cpu";
-    const bool trace = traced(name());
-    if (trace && trace_dir().empty())
+    // Every strategy pg-bench makes goes without PGS_TRACE but the traced ones.
+    const std::string &dir = trace_dir();
+    if (variant_.trace && dir.empty())
       throw Error("'" + name() + "' needs PGS_TRACE=DIR (the folder of the flight recorder's dumps)");
-    if (trace) setenv("PGS_TRACE", trace_dir().c_str(), 1);
-    const pg_status st = pg_strategy_create(device, library_name_.c_str(), &strategy_);
-    if (trace) unsetenv("PGS_TRACE");
+    auto env = variant_.env;
+    if (variant_.trace) env.emplace_back("PGS_TRACE", dir);
+    pg_status st = PG_OK;
+    {
+      const ScopedEnv set(env);
+      st = pg_strategy_create(device, variant_.library.c_str(), &strategy_);
+    }
     if (st != PG_OK) {
       const std::string msg = std::string(pg_status_name(st)) + ": " + pg_last_error();
       strategy_ = nullptr;
@@ -99,10 +154,17 @@ class PgBackend : public Backend {
     description_ = "pgstrategy backend '" + std::string(pg_strategy_backend(strategy_)) + "' (device " + device +
                    (cuda_ ? ", device buffers from pg_mem_alloc, calls on a stream of pg-bench's"
                           : mem_alloc_ ? ", buffers from pg_mem_alloc" : "") +
-                   (trace ? ", flight recorder on" : "") + "): " + first;
+                   (variant_.trace ? ", flight recorder on" : "") + settings() + "): " + first;
   }
 
   bool own_buffers() const override { return mem_alloc_; }
+
+  // ", made with VAR=VALUE, ..." for a variant's settings.
+  std::string settings() const {
+    std::string text;
+    for (const auto &[var, value] : variant_.env) text += (text.empty() ? ", made with " : ", ") + var + "=" + value;
+    return text;
+  }
 
   void *alloc(size_t bytes) override {
     void *p = nullptr;
@@ -152,7 +214,7 @@ class PgBackend : public Backend {
   }
 
  private:
-  const std::string library_name_;  // the name without "+trace"
+  const Variant variant_;
   pg_strategy *strategy_ = nullptr;
   bool cuda_ = false;
   bool mem_alloc_ = false;
