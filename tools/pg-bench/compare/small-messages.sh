@@ -17,7 +17,9 @@
 # barrier before each, which makes small calls look faster (MPICH 4.0.2: 1.05
 # us at 8 B in the loop, 1.30 us in pg-bench). Results: .mpis/small/, a table
 # at the end and, where Python has matplotlib, a plot of time against size
-# (small-messages-npRANKS.png).
+# (small-messages-npRANKS.png). A ratio marked * was taken while the
+# machine's own bound, measured in the same run, moved by more than a third:
+# the machine changed speed during it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../../.."
@@ -64,15 +66,29 @@ sizes = sorted({k[0] for k in med["mpich4"]["mpi-raw"]})
 both = lambda f: " / ".join(f(ip) for ip in (0, 1))
 # The bound and fairring x bound: from the runs on Debian's MPICH (the bound uses no MPI while it is timed).
 bound = med["mpich4"].get("bound", {})
+# A ratio whose run saw its own bound (the machine's data movement, measured
+# beside fairring in every repetition) spread by more than a third at that size
+# was taken while the machine changed speed: marked, to be rerun.
+def moved(m, b, ip):
+    times = t[m].get("bound", {}).get((b, ip), [])
+    return "*" if len(times) > 1 and max(times) > 4 / 3 * min(times) else ""
 print("| bytes | fairring | " + " | ".join(mpis.values()) +
       " | Open MPI 5.0.11 (loop) | bound | fairring x bound | fairring / Intel MPI | fairring / MPICH 4.0.2 |")
 print("| ---: |" + " ---: |" * 10)
 for b in sizes:
     time = lambda table: both(lambda ip: f"{table[(b, ip)]:.2f}" if (b, ip) in table else "-")
-    ratio = lambda m: both(lambda ip: f"{med[m]['fairring'][(b, ip)] / med[m]['mpi-raw'][(b, ip)]:.2f}")
+    ratio = lambda m: both(lambda ip: f"{med[m]['fairring'][(b, ip)] / med[m]['mpi-raw'][(b, ip)]:.2f}" + moved(m, b, ip))
     over_bound = both(lambda ip: f"{med['mpich4']['fairring'][(b, ip)] / bound[(b, ip)]:.2f}" if (b, ip) in bound else "-")
     cells = [time(med["mpich4"]["fairring"])] + [time(med[m]["mpi-raw"]) for m in mpis] + [time(ompi), time(bound)]
     print(f"| {human_bytes(b)} | " + " | ".join(cells) + f" | {over_bound} | {ratio('impi')} | {ratio('mpich4')} |")
+# The bound's smallest row is the machine's round trip between two cores: it
+# tells which state each run found the machine in.
+print("\nthe bound at 8 B (a flag round between the cores), median of each run: " +
+      ", ".join(f"{name} {med[m]['bound'][(8, 0)]:.2f} us" for m, name in mpis.items()
+                if (8, 0) in med[m].get("bound", {})))
+if any(moved(m, b, ip) for m in ("impi", "mpich4") for b in sizes for ip in (0, 1)):
+    print("\n* the run's own bound at that size and placement spread by more than a third over its "
+          "repetitions: the machine changed speed during the run (rerun it)")
 try:
     import matplotlib
     matplotlib.use("Agg")
