@@ -78,7 +78,8 @@ print("| ---: |" + " ---: |" * 10)
 for b in sizes:
     time = lambda table: both(lambda ip: f"{table[(b, ip)]:.2f}" if (b, ip) in table else "-")
     ratio = lambda m: both(lambda ip: f"{med[m]['fairring'][(b, ip)] / med[m]['mpi-raw'][(b, ip)]:.2f}" + moved(m, b, ip))
-    over_bound = both(lambda ip: f"{med['mpich4']['fairring'][(b, ip)] / bound[(b, ip)]:.2f}" if (b, ip) in bound else "-")
+    over_bound = both(lambda ip: f"{med['mpich4']['fairring'][(b, ip)] / bound[(b, ip)]:.2f}" + moved("mpich4", b, ip)
+                      if (b, ip) in bound else "-")
     cells = [time(med["mpich4"]["fairring"])] + [time(med[m]["mpi-raw"]) for m in mpis] + [time(ompi), time(bound)]
     print(f"| {human_bytes(b)} | " + " | ".join(cells) + f" | {over_bound} | {ratio('impi')} | {ratio('mpich4')} |")
 # The bound's smallest row is the machine's round trip between two cores: it
