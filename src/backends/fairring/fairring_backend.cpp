@@ -226,7 +226,7 @@ class FairringBackend final : public Backend {
     std::vector<double> medians;
     PG_CHECK(time_turns(comm, 2, [&](std::size_t way) { return way == 0 ? fast_->run(a) : hierarchical(a)->wait(); },
                         &medians));
-    fast_->set_limit(medians[0] < medians[1] ? Settings::kTimedFastBytes : Settings::kFastBytes);
+    fast_->set_limit(keep_first_unless(medians, 1.0) == 0 ? Settings::kTimedFastBytes : Settings::kFastBytes);
     char why[128];
     std::snprintf(why, sizeof why, "a 512 KiB allreduce took %.2f of the hierarchical path's time on it, timed here",
                   medians[0] / medians[1]);

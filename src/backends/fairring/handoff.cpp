@@ -97,9 +97,8 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, int nodes
       path->set_handoff(ways[w].reduce_in_buffer, ways[w].pages ? up_to : 0);
       return path->run(call.args());
     }, &medians));
-    const std::size_t fastest =
-        static_cast<std::size_t>(std::min_element(medians.begin(), medians.end()) - medians.begin());
-    chosen = medians[0] <= kMargin * medians[fastest] ? 0 : fastest;
+    chosen = keep_first_unless(medians, kMargin);
+    const bool fastest = medians[chosen] == *std::min_element(medians.begin(), medians.end());
     std::vector<std::string> others;
     for (std::size_t w = 0; w < ways.size(); ++w) {
       if (w == chosen) continue;
@@ -108,7 +107,7 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, int nodes
                     ways[w].pages ? "pages" : "memcpy", medians[w] / medians[chosen]);
       others.emplace_back(ratio);
     }
-    why = std::string(chosen == fastest ? "the fastest" : "the first, within 5 % of the fastest,") + " of " +
+    why = std::string(fastest ? "the fastest" : "the first, within 5 % of the fastest,") + " of " +
           std::to_string(ways.size()) + " ways timed here on a " + text::format_bytes(kProbeBytes) +
           " allreduce (the others' time over its: " + text::join(others, ", ") + ")";
   }
@@ -126,7 +125,7 @@ pg_status choose_handoff(MPI_Comm node_comm, const Settings &settings, int nodes
       path->set_split_bytes(sizes[v]);
       return path->run(call.args());
     }, &medians));
-    const bool split = medians[0] > kMargin * medians[1];
+    const bool split = keep_first_unless(medians, kMargin) == 1;
     char text[200];
     std::snprintf(text, sizeof text,
                   "one node of two ranks: a %s allreduce split took %.2f of its time whole, timed here%s",

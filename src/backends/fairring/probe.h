@@ -24,6 +24,13 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The way to keep after time_turns: the first (the default) unless another's
+// median is below the first's by more than `margin` (1: the fastest).
+inline std::size_t keep_first_unless(const std::vector<double> &medians, double margin) {
+  const auto fastest = static_cast<std::size_t>(std::min_element(medians.begin(), medians.end()) - medians.begin());
+  return medians[0] <= margin * medians[fastest] ? 0 : fastest;
+}
+
 // A float32 sum allreduce of `bytes`, out of place, from buffers of the probe's own.
 struct ProbeAllreduce {
   explicit ProbeAllreduce(std::size_t bytes) : send(bytes / sizeof(float), 1.0f), recv(send.size()) {}
