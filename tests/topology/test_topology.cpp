@@ -16,7 +16,6 @@
 #include "topology/machine.h"
 #include "util/log.h"
 #include "util/params.h"
-#include "util/scoped_env.h"
 #include "util/status.h"
 
 namespace topo = pg::topology;
@@ -45,7 +44,33 @@ class MpiEnvironment : public ::testing::Environment {
 };
 ::testing::Environment *const g_mpi = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
 
-using pg::ScopedEnv;
+// Sets environment variables for one scope and restores them after.
+class ScopedEnv {
+ public:
+  void set(const char *name, const char *value) {
+    remember(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    for (auto &entry : saved_) {
+      if (entry.second.first)
+        setenv(entry.first.c_str(), entry.second.second.c_str(), 1);
+      else
+        unsetenv(entry.first.c_str());
+    }
+  }
+
+ private:
+  void remember(const char *name) {
+    if (saved_.count(name)) return;
+    const char *old = std::getenv(name);
+    saved_[name] = {old != nullptr, old ? old : ""};
+  }
+  std::map<std::string, std::pair<bool, std::string>> saved_;
+};
 
 topo::Machine load(const std::string &path) {
   topo::Machine m;

@@ -14,13 +14,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backend.h"
 #include "device.h"
-#include "util/scoped_env.h"  // header-only
 
 namespace pgbench {
 namespace {
@@ -63,6 +63,30 @@ Variant parse_variant(const std::string &name) {
   return v;
 }
 
+// Sets each variable for the scope's life, then puts back what was there.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>> &vars) {
+    for (const auto &[var, value] : vars) {
+      const char *was = std::getenv(var.c_str());
+      saved_.emplace_back(var, was ? std::optional<std::string>(was) : std::nullopt);
+      setenv(var.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+      if (it->second)
+        setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        unsetenv(it->first.c_str());
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
 // The library's call for `c`, on `s`.
 pg_status run_collective(pg_strategy *s, const Call &c) {
   switch (c.coll) {
@@ -104,8 +128,7 @@ class PgBackend : public Backend {
     if (variant_.trace) env.emplace_back("PGS_TRACE", dir);
     pg_status st = PG_OK;
     {
-      pg::ScopedEnv set;
-      for (const auto &[var, value] : env) set.set(var.c_str(), value.c_str());
+      const ScopedEnv set(env);
       st = pg_strategy_create(device, variant_.library.c_str(), &strategy_);
     }
     if (st != PG_OK) {
