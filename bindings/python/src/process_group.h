@@ -147,10 +147,10 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds t
 // timeout (the group's when torch gives none) and raises a DistBackendError
 // when it runs out; the work stays valid and can be waited for again. Its
 // future is set once: with the outcome, or with a timeout at the operation's
-// timeout (the completion thread, once the future was asked for). Such a work
-// too stays valid: a later wait or isCompleted asks the library, and once the
-// work finishes its copies run; wait, isSuccess and exception then give its
-// own outcome.
+// timeout once the future was asked for (by the completion thread, or by a
+// thread waiting for the work then). Such a work too stays valid: a later
+// wait or isCompleted asks the library, and once the work finishes its copies
+// run; wait, isSuccess and exception then give its own outcome.
 class Work final : public c10d::Work {
  public:
   // A CPU work started with the library (pending) or an operation that is
@@ -186,6 +186,10 @@ class Work final : public c10d::Work {
   };
   Released settle(pg_status st, const std::string &error);  // under comm_->mutex
   void publish();                                        // sets the future once
+  // Under comm_->mutex: a watched, unfinished work past its deadline whose
+  // future nobody set yet; the caller then fails it with fail_future, unlocked.
+  bool claim_expiry(std::chrono::steady_clock::time_point now);
+  void fail_future();
 
   std::shared_ptr<Comm> comm_;
   pg_work *pending_ = nullptr;  // under comm_->mutex
@@ -197,6 +201,7 @@ class Work final : public c10d::Work {
   int source_ = -1;             // a finished receive's sender (settle)
   std::chrono::steady_clock::time_point deadline_;  // the future fails after it
   std::atomic<bool> published_{false};  // the future is set, or being set (once)
+  std::atomic<bool> watched_{false};    // its future was asked for: it fails at the deadline
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

@@ -107,17 +107,25 @@ bool Work::poll() {
   return true;
 }
 
+bool Work::claim_expiry(std::chrono::steady_clock::time_point now) {
+  return watched_ && !finished_ && now >= deadline_ && !published_.exchange(true);
+}
+
+void Work::fail_future() {
+  const std::string message = timed_out(op_.name, op_.timeout);
+  comm_->record_error(message);
+  future_->setError(error_of(message));
+}
+
 bool Work::expire_if_overdue(std::chrono::steady_clock::time_point now) {
   if (published_ || now < deadline_) return false;
   {
     // Under the mutex, so that no settle comes between: a work that finishes
     // later finds its future set and leaves it so.
     std::unique_lock<std::mutex> lock(comm_->mutex, std::try_to_lock);
-    if (!lock.owns_lock() || finished_ || published_.exchange(true)) return false;
+    if (!lock.owns_lock() || !claim_expiry(now)) return false;
   }
-  const std::string message = timed_out(op_.name, op_.timeout);
-  comm_->record_error(message);
-  future_->setError(error_of(message));  // outside the mutex: the future's callbacks may start operations
+  fail_future();  // outside the mutex: the future's callbacks may start operations
   return true;
 }
 
@@ -144,6 +152,13 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   while (!finished_) {
     std::unique_lock<std::mutex> lock(comm_->mutex);
     if (finished_) break;
+    // The completion thread rarely gets the mutex while this thread waits: a
+    // watched future that falls due meanwhile is failed here.
+    if (claim_expiry(std::chrono::steady_clock::now())) {
+      lock.unlock();
+      fail_future();
+      continue;
+    }
     const double left_s = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     const pg_status st = pg_work_wait(pending_, std::clamp(left_s, 0.0, kWaitSlice_s));
     if (st != PG_ERR_TIMEOUT) {
@@ -173,7 +188,10 @@ bool Work::wait(std::chrono::milliseconds timeout) {
 void Work::synchronize() { wait(); }
 
 c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
-  if (!published_) complete_later(c10::intrusive_ptr<Work>::reclaim_copy(this));
+  if (!published_) {
+    watched_ = true;
+    complete_later(c10::intrusive_ptr<Work>::reclaim_copy(this));
+  }
   return future_;
 }
 
