@@ -146,7 +146,7 @@ class PgBackend : public Backend {
       if (set != PG_OK)
         throw Error(std::string("pg_strategy_set_stream: ") + pg_status_name(set) + ": " + pg_last_error());
     }
-    char text[1024] = {0};
+    char text[8192] = {0};  // fairring's plan says what its probes chose and why: over 1 KiB
     pg_strategy_describe(strategy_, text, sizeof text);
     // First line of describe, then what pg-bench adds.
     std::string first(text);

@@ -19,7 +19,8 @@
 # at the end and, where Python has matplotlib, a plot of time against size
 # (small-messages-npRANKS.png). A ratio marked * was taken while the
 # machine's own bound, measured in the same run, moved by more than a third:
-# the machine changed speed during it.
+# the machine changed speed during it. Under the table: each run's bound at
+# 8 B, and fairring's plan in each run (what its probes chose, and why).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../../.."
@@ -30,13 +31,14 @@ mkdir -p "$out"
 
 sweep=(-b 8 -e 4M -f 2 -n 200 -w 20 -r "$reps" -c 0 -B fairring,mpi,mpi-raw,bound)
 echo "== pg-bench on Debian's MPICH 4.0.2, $ranks ranks"
-mpiexec -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/mpich4-np$ranks.csv" | grep -E '^ +[0-9]' || true
+mpiexec -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/mpich4-np$ranks.csv" | tee "$out/mpich4-np$ranks.txt" |
+  grep -E '^ +[0-9]' || true
 echo "== pg-bench on MPICH 5.0.2, $ranks ranks"
 "${mpich5_env[@]}" "$work/mpich/bin/mpiexec" -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/mpich5-np$ranks.csv" \
-  2>/dev/null | grep -E '^ +[0-9]' || true
+  2>/dev/null | tee "$out/mpich5-np$ranks.txt" | grep -E '^ +[0-9]' || true
 echo "== pg-bench on Intel MPI 2021.19, $ranks ranks"
 "${impi_env[@]}" "$work/impi/bin/mpiexec" -n "$ranks" "$pgbench" "${sweep[@]}" --csv "$out/impi-np$ranks.csv" |
-  grep -E '^ +[0-9]' || true
+  tee "$out/impi-np$ranks.txt" | grep -E '^ +[0-9]' || true
 echo "== MPI_Allreduce loop on Open MPI 5.0.11, $ranks ranks"
 "${ompi_env[@]}" "$work/openmpi/bin/mpicc" -O2 "$here/allreduce_loop.c" -o "$out/loop-openmpi"
 "${ompi_env[@]}" "$work/openmpi/bin/mpiexec" -n "$ranks" "$out/loop-openmpi" 200 "$reps" 8 $((4 << 20)) 2 |
@@ -87,6 +89,13 @@ for b in sizes:
 print("\nthe bound at 8 B (a flag round between the cores), median of each run: " +
       ", ".join(f"{name} {med[m]['bound'][(8, 0)]:.2f} us" for m, name in mpis.items()
                 if (8, 0) in med[m].get("bound", {})))
+# What fairring's probes chose in each run (its strategy is made anew in each):
+# on a new CPU, the first thing to read beside the table.
+print("\nfairring's plan in each run (pg_strategy_describe):")
+for m, name in mpis.items():
+    plans = [line.split("fairring plan: ", 1)[1].strip() for line in open(f"{out}/{m}-np{ranks}.txt")
+             if line.startswith("# backend fairring:") and "fairring plan: " in line]
+    print(f"- under {name}: " + (plans[0] if plans else "(not in its output)"))
 if any(moved(m, b, ip) for m in ("impi", "mpich4") for b in sizes for ip in (0, 1)):
     print("\n* the run's own bound at that size and placement spread by more than a third over its "
           "repetitions: the machine changed speed during the run (rerun it)")
