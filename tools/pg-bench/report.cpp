@@ -132,7 +132,7 @@ void Report::header(int nranks, const std::vector<std::string> &descriptions,
                  opts_.load == 1 ? "" : "es");
   if (opts_.fresh_input) std::fprintf(out_, "# inputs written again before each timed call (--fresh-input)\n");
   std::fprintf(out_, "# time: median over iterations of the slowest rank's time, each iteration after the backend's own barrier\n"
-                     "#   (MPI_Barrier: mpi-raw, nccl-raw; pg_barrier: pgstrategy backends; gloo::barrier: gloo-raw)%s\n",
+                     "#   (MPI_Barrier: mpi-raw, nccl-raw; pg_barrier: pgstrategy backends; gloo::barrier: gloo-raw; a flag round: bound)%s\n",
                opts_.repetitions > 1 ? "; rows: median over repetitions, min-max: the fastest and slowest repetition's time" : "");
   std::fprintf(out_, "# algbw = size / time; busbw = algbw * factor (allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1, root 0;\n"
                      "#   memcpy, memcpy-pinned: factor 1, bytes copied / time)\n");
