@@ -154,12 +154,13 @@ bool Work::wait(std::chrono::milliseconds timeout) {
     if (finished_) break;
     // The completion thread rarely gets the mutex while this thread waits: a
     // watched future that falls due meanwhile is failed here.
-    if (claim_expiry(std::chrono::steady_clock::now())) {
+    const auto now = std::chrono::steady_clock::now();
+    if (claim_expiry(now)) {
       lock.unlock();
       fail_future();
       continue;
     }
-    const double left_s = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const double left_s = std::chrono::duration<double>(deadline - now).count();
     const pg_status st = pg_work_wait(pending_, std::clamp(left_s, 0.0, kWaitSlice_s));
     if (st != PG_ERR_TIMEOUT) {
       released = settle(st, st == PG_OK ? std::string() : library_error(op_.name, st));
